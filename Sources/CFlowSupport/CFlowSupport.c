@@ -1,0 +1,41 @@
+#define _GNU_SOURCE
+#include "CFlowSupport.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+__thread void *flow_thread_context = NULL;
+
+static pthread_key_t context_key;
+static pthread_once_t context_key_once = PTHREAD_ONCE_INIT;
+static void (*context_destructor)(void *) = NULL;
+
+static void run_context_destructor(void *context) {
+    if (context_destructor != NULL && context != NULL) {
+        flow_thread_context = NULL;
+        context_destructor(context);
+    }
+}
+
+static void make_context_key(void) { pthread_key_create(&context_key, run_context_destructor); }
+
+void flow_register_thread_context_destructor(void (*destructor)(void *)) {
+    context_destructor = destructor;
+    pthread_once(&context_key_once, make_context_key);
+}
+
+void flow_retain_thread_context_until_exit(void *context) {
+    pthread_once(&context_key_once, make_context_key);
+    pthread_setspecific(context_key, context);
+}
+
+void flow_set_thread_name(const char *name) {
+    char shortened[16];
+    size_t length = 0;
+    while (length < 15 && name[length] != 0) { shortened[length] = name[length]; length++; }
+    shortened[length] = 0;
+    pthread_setname_np(pthread_self(), shortened);
+}
+
+int flow_is_main_thread(void) { return syscall(SYS_gettid) == getpid(); }

@@ -1,0 +1,210 @@
+import Synchronization
+
+/// Something that can be cleaned up: a pending operation to cancel, a timer to stop, a resource to
+/// release.
+///
+/// ```swift
+/// let bag = DisposeBag()
+/// bag += Disposer { print("cleaned up") }
+/// bag.dispose()  // prints "cleaned up"
+/// ```
+public protocol Disposable: Sendable {
+    /// Releases what this disposable stands for. Calling it more than once has no further effect.
+    func dispose()
+}
+
+/// A ``Disposable`` that does nothing: for operations with nothing to clean up.
+public struct NilDisposer: Disposable {
+    /// Creates a disposable that does nothing.
+    public init() {}
+
+    /// Does nothing.
+    public func dispose() {}
+}
+
+/// A ``Disposable`` that runs a closure once: on the first ``dispose()`` or, if never disposed,
+/// when it is deinitialised. Safe to dispose from several threads at once.
+///
+/// ```swift
+/// return Disposer { task.cancel() }
+/// ```
+public final class Disposer: Disposable {
+    // Guarded by the mutex: the closure is taken out exactly once, then run outside the lock.
+    private let body: Mutex<(@Sendable () -> Void)?>
+
+    /// Creates a disposer that runs `body` once when disposed or deinitialised.
+    public init(_ body: @escaping @Sendable () -> Void) {
+        self.body = Mutex(body)
+    }
+
+    /// Runs the closure if it has not run yet.
+    public func dispose() {
+        let pending = body.withLock { body in
+            let taken = body
+            body = nil
+            return taken
+        }
+        pending?()
+    }
+
+    /// Releases the closure without running it (the deinitialiser will not run it either).
+    public func cancel() {
+        let released = body.withLock { body in
+            let taken = body
+            body = nil
+            return taken
+        }
+        _ = released
+    }
+
+    /// Whether the closure has run (or been released).
+    public var isDisposed: Bool { body.withLock { $0 == nil } }
+
+    deinit {
+        dispose()
+    }
+}
+
+/// A collection of disposables disposed together, once: on ``dispose()`` or when the bag is
+/// deinitialised. A disposable added after the bag was disposed is disposed at once.
+///
+/// ```swift
+/// let bag = DisposeBag()
+/// bag += timer
+/// bag += { print("bag disposed") }
+/// bag += future          // cancels the future when the bag is disposed
+/// bag.dispose()
+/// ```
+public final class DisposeBag: Disposable {
+    private struct State {
+        var disposables: [Disposable] = []
+        var isDisposed = false
+    }
+
+    // Guarded by the mutex; disposables are always disposed after it is released.
+    private let state = Mutex(State())
+
+    /// Creates an empty bag.
+    public init() {}
+
+    /// Creates a bag holding `disposables`.
+    public init(_ disposables: Disposable...) {
+        state.withLock { $0.disposables = disposables }
+    }
+
+    /// Creates a bag holding `disposables`.
+    public init(disposing disposables: [Disposable]) {
+        state.withLock { $0.disposables = disposables }
+    }
+
+    /// Adds `disposable`, or disposes it at once if the bag was already disposed.
+    public func add(_ disposable: Disposable) {
+        let added = state.withLock { state -> Bool in
+            guard !state.isDisposed else { return false }
+            state.disposables.append(disposable)
+            return true
+        }
+        if !added { disposable.dispose() }
+    }
+
+    /// Whether the bag holds nothing (never filled, or already disposed).
+    public var isEmpty: Bool { state.withLock { $0.disposables.isEmpty } }
+
+    /// Whether the bag has been disposed.
+    public var isDisposed: Bool { state.withLock { $0.isDisposed } }
+
+    /// Creates a bag held by this one: disposing this bag disposes the inner bag too.
+    ///
+    /// - Returns: the inner bag, for work whose lifetime is shorter than this bag's.
+    public func innerBag() -> DisposeBag {
+        let inner = DisposeBag()
+        add(inner)
+        return inner
+    }
+
+    /// Keeps `object` alive until the bag is disposed.
+    public func hold(_ object: AnyObject) {
+        add(HeldObject(object))
+    }
+
+    /// Disposes everything in the bag, in the order added, and makes the bag dispose anything added
+    /// later at once.
+    public func dispose() {
+        let disposables = state.withLock { state -> [Disposable] in
+            state.isDisposed = true
+            let taken = state.disposables
+            state.disposables = []
+            return taken
+        }
+        for disposable in disposables {
+            disposable.dispose()
+        }
+    }
+
+    deinit {
+        dispose()
+    }
+}
+
+extension DisposeBag {
+    /// Adds `disposable` to `bag`.
+    public static func += (bag: DisposeBag, disposable: Disposable) {
+        bag.add(disposable)
+    }
+
+    /// Adds a closure to `bag`, run once when the bag is disposed.
+    public static func += (bag: DisposeBag, body: @escaping @Sendable () -> Void) {
+        bag.add(Disposer(body))
+    }
+
+    /// Adds `disposable` to `bag` when there is one.
+    public static func += (bag: DisposeBag, disposable: Disposable?) {
+        if let disposable { bag.add(disposable) }
+    }
+}
+
+/// Work that runs at most once: when ``run()`` is called, unless ``dispose()`` was called first. Unlike
+/// ``Disposer`` it does nothing when released, so a caller may drop it without cancelling the work.
+final class CancellableWork: Disposable {
+    // Guarded by the mutex: whichever of run() and dispose() comes first takes the closure.
+    private let work: Mutex<(@Sendable () -> Void)?>
+
+    init(_ work: @escaping @Sendable () -> Void) { self.work = Mutex(work) }
+
+    func run() {
+        take()?()
+    }
+
+    func dispose() {
+        _ = take()
+    }
+
+    private func take() -> (@Sendable () -> Void)? {
+        work.withLock { work in
+            let taken = work
+            work = nil
+            return taken
+        }
+    }
+}
+
+/// Keeps an object alive until disposed.
+// @unchecked Sendable: the object is never read, only released; the mutex guards that release.
+private final class HeldObject: Disposable, @unchecked Sendable {
+    private struct Reference: @unchecked Sendable {
+        let object: AnyObject
+    }
+
+    private let reference: Mutex<Reference?>
+
+    init(_ object: AnyObject) { reference = Mutex(Reference(object: object)) }
+
+    func dispose() {
+        let released = reference.withLock { reference in
+            let taken = reference
+            reference = nil
+            return taken
+        }
+        _ = released
+    }
+}

@@ -1,0 +1,553 @@
+import CFlowSupport
+import CLibUV
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A libuv event loop and the thread that runs it: the default place where this library's work,
+/// timers and I/O happen.
+///
+/// libuv is single-threaded: only the thread running the loop touches it. Other threads hand work to
+/// the loop with ``execute(_:)``, which queues it and wakes the loop; work from one thread runs in the
+/// order submitted. ``EventLoop/main`` is the main thread's loop, behind ``Scheduler/main``.
+///
+/// ```swift
+/// let loop = EventLoop.main
+/// loop.execute { print("on the loop") }
+/// loop.execute(after: 0.5) { print("half a second later") }
+/// try loop.run()   // returns when nothing is left to do
+/// ```
+///
+/// A loop lives until ``close()``: like a thread, it is not freed just because nobody refers to it.
+public final class EventLoop: @unchecked Sendable {
+    // @unchecked Sendable: the libuv structures and every `loop*` property below are touched only in
+    // the loop's context (the thread inside `run()`, or the main queue for the main loop);
+    // `submissions` is guarded by its mutex; `lifecycle`, `keepAliveCount` and `isStopRequested` are
+    // atomics.
+
+    // MARK: Loop-context state
+
+    let uvLoop: UnsafeMutablePointer<uv_loop_t>
+    private let wakeHandle: UnsafeMutablePointer<uv_async_t>
+    private let deadlineTimer: UnsafeMutablePointer<uv_timer_t>
+    private var loopJobs = JobQueue()
+    private var loopDeadlines = DeadlineQueue()
+    private var loopSpareBatch = ContiguousArray<@Sendable () -> Void>()
+    private var loopIsDraining = false
+    private var loopIsWakeHandleReferenced = false
+    private var loopMainQueueDrain: UnsafeMutablePointer<uv_poll_t>?
+    private var loopArmedDeadline: UInt64 = .max
+    /// Whether `uv_run` is on the stack (for the main loop, whichever driver called it).
+    var loopIsInsideRun = false
+
+    // MARK: Shared state
+
+    private struct Submissions {
+        var jobs = ContiguousArray<@Sendable () -> Void>()
+        var isClosed = false
+    }
+
+    private let submissions = Mutex(Submissions())
+    private let lifecycle = Atomic<Int>(Lifecycle.idle)
+    private let keepAliveCount = Atomic<Int>(0)
+    private let isStopRequested = Atomic<Bool>(false)
+    private let nextSequence = Atomic<UInt64>(0)
+
+    private enum Lifecycle {
+        static let idle = 0
+        static let running = 1
+        static let closing = 2
+        static let closed = 3
+    }
+
+    /// The scheduler that runs work on this loop.
+    public private(set) var scheduler: Scheduler!
+
+    /// A short name for logs and descriptions.
+    public let name: String
+
+    @usableFromInline
+    let isMainLoop: Bool
+    private var mainQueueEmbedding: MainQueueEmbedding?
+
+    // MARK: Creating loops
+
+    /// Creates a loop. Run it with ``run()`` on the thread that should own it, or use
+    /// ``startOnNewThread(name:)``.
+    public convenience init(name: String = "flow.loop") {
+        self.init(name: name, isMainLoop: false)
+    }
+
+    private init(name: String, isMainLoop: Bool) {
+        self.name = name
+        self.isMainLoop = isMainLoop
+        uvLoop = .allocate(capacity: 1)
+        let status = uv_loop_init(uvLoop)
+        precondition(status == 0, "EventLoop: uv_loop_init failed: \(EventLoop.describe(status))")
+        wakeHandle = .allocate(capacity: 1)
+        deadlineTimer = .allocate(capacity: 1)
+        uv_async_init(uvLoop, wakeHandle) { handle in
+            EventLoop.owner(of: handle).drainSubmittedWork()
+        }
+        uv_timer_init(uvLoop, deadlineTimer)
+        // The wake-up handle must not keep the loop alive by itself: a program whose work is done exits.
+        uv_unref(UnsafeMutableRawPointer(wakeHandle).assumingMemoryBound(to: uv_handle_t.self))
+        let opaqueSelf = Unmanaged.passUnretained(self).toOpaque()
+        uvLoop.pointee.data = opaqueSelf
+        wakeHandle.pointee.data = opaqueSelf
+        deadlineTimer.pointee.data = opaqueSelf
+        scheduler = Scheduler(loop: self)
+    }
+
+    /// The main thread's loop, behind ``Scheduler/main``.
+    ///
+    /// It runs under whichever driver the program uses: ``run()`` called on the main thread (which
+    /// also runs `DispatchQueue.main` work, so `@MainActor` code works), or the Dispatch main queue
+    /// (`dispatchMain()`, an `async` `@main`, a test), which the loop joins without blocking it.
+    public static let main: EventLoop = {
+        let loop = EventLoop(name: "flow.main", isMainLoop: true)
+        loop.mainQueueEmbedding = MainQueueEmbedding(loop: loop)
+        return loop
+    }()
+
+    /// Starts a loop on a new thread of its own, where it runs until ``shutdown()``.
+    ///
+    /// Servers that outgrow one core run one such loop per core.
+    public static func startOnNewThread(name: String = "flow.loop") -> EventLoop {
+        let loop = EventLoop(name: name)
+        let keepAlive = loop.keepAlive()
+        let thread = LoopThread(loop: loop, keepAlive: keepAlive)
+        loop.ownThread.withLock { $0 = thread }
+        thread.start()
+        return loop
+    }
+
+    private let ownThread = Mutex<LoopThread?>(nil)
+
+    // MARK: Running
+
+    /// Runs the loop on the calling thread until ``stop()`` is called or nothing is left to do: no
+    /// active handle, no pending timer, no queued work, nothing kept alive with ``keepAlive()``.
+    ///
+    /// - Throws: ``EventLoopError/alreadyRunning`` if another thread (or this one) is running the
+    ///   loop, ``EventLoopError/closed`` after ``close()``.
+    public func run() throws(EventLoopError) {
+        try beginRunning()
+        defer { endRunning() }
+        let context = ThreadContext.current
+        context.run(as: scheduler, loop: self) {
+            mainQueueEmbedding?.suspend()
+            attachMainQueueDrainIfOnMainThread()
+            reconcileKeepAlive()
+            while true {
+                loopIsInsideRun = true
+                uv_run(uvLoop, UV_RUN_DEFAULT)
+                loopIsInsideRun = false
+                if isStopRequested.exchange(false, ordering: .acquiringAndReleasing) { break }
+                // libuv found nothing to wait for; work submitted meanwhile must still run.
+                guard hasQueuedWork else { break }
+                drainSubmittedWork()
+            }
+            detachMainQueueDrain()
+            mainQueueEmbedding?.resume()
+        }
+    }
+
+    /// Asks the loop to return from ``run()`` once the work it is running now is done. Callable from
+    /// any thread. A stop requested while the loop is not running ends the next ``run()`` as soon as
+    /// it has run the work already queued.
+    public func stop() {
+        isStopRequested.store(true, ordering: .releasing)
+        if isInLoopContext, loopIsInsideRun {
+            uv_stop(uvLoop)
+        } else {
+            wake()
+        }
+    }
+
+    /// Keeps ``run()`` from returning for lack of work until the returned disposable is disposed (or
+    /// released): for a loop that waits for work other threads will send, or a pending ``run(until:)``.
+    /// Callable from any thread.
+    public func keepAlive() -> Disposable {
+        keepAliveCount.add(1, ordering: .relaxed)
+        nudgeKeepAlive()
+        return Disposer { [self] in
+            keepAliveCount.subtract(1, ordering: .relaxed)
+            nudgeKeepAlive()
+        }
+    }
+
+    private func nudgeKeepAlive() {
+        if isInLoopContext {
+            reconcileKeepAlive()
+        } else {
+            wake()
+        }
+    }
+
+    /// References the wake-up handle while something must keep the loop alive: a ``keepAlive()``
+    /// token, or the main queue driving the main loop (where an unreferenced handle would make libuv
+    /// skip polling, and "alive" does not hold the process open anyway).
+    func reconcileKeepAlive() {
+        let wanted = keepAliveCount.load(ordering: .relaxed) > 0 || (mainQueueEmbedding?.isDriving ?? false)
+        guard wanted != loopIsWakeHandleReferenced, lifecycle.load(ordering: .relaxed) < Lifecycle.closed else {
+            return
+        }
+        let handle = UnsafeMutableRawPointer(wakeHandle).assumingMemoryBound(to: uv_handle_t.self)
+        if wanted { uv_ref(handle) } else { uv_unref(handle) }
+        loopIsWakeHandleReferenced = wanted
+    }
+
+    private func beginRunning() throws(EventLoopError) {
+        let (exchanged, found) = lifecycle.compareExchange(
+            expected: Lifecycle.idle, desired: Lifecycle.running, ordering: .acquiringAndReleasing)
+        guard exchanged else {
+            throw found == Lifecycle.running ? .alreadyRunning : .closed
+        }
+    }
+
+    private func endRunning() {
+        lifecycle.store(Lifecycle.idle, ordering: .releasing)
+    }
+
+    /// Whether the loop is inside ``run()`` right now.
+    public var isRunning: Bool { lifecycle.load(ordering: .acquiring) == Lifecycle.running }
+
+    // MARK: Submitting work
+
+    /// Runs `job` on the loop, after the work already queued. Callable from any thread; work from one
+    /// thread runs in the order submitted. Never runs `job` before returning.
+    ///
+    /// Submitting to a closed loop is a programming error and stops the program with a message; use
+    /// ``submit(_:)`` where the loop may have been closed.
+    public func execute(_ job: @escaping @Sendable () -> Void) {
+        if isInLoopContext {
+            enqueueInLoop(job)
+        } else {
+            do {
+                try enqueueFromOutside(job)
+            } catch {
+                preconditionFailure("EventLoop.execute: work was submitted to the closed loop '\(name)'; it cannot run")
+            }
+        }
+    }
+
+    /// Runs `job` on the loop like ``execute(_:)``, or throws ``EventLoopError/closed`` if the loop
+    /// was closed, in which case `job` never runs.
+    public func submit(_ job: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        if isInLoopContext {
+            enqueueInLoop(job)
+        } else {
+            try enqueueFromOutside(job)
+        }
+    }
+
+    @inline(__always)
+    private func enqueueInLoop(_ job: @escaping () -> Void) {
+        loopJobs.append(job)
+        if !loopIsDraining && loopJobs.count == 1 {
+            wake()
+        }
+    }
+
+    private func enqueueFromOutside(_ job: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        let isFirst = try submissions.withLock { (submissions: inout Submissions) throws(EventLoopError) -> Bool in
+            guard !submissions.isClosed else { throw EventLoopError.closed }
+            submissions.jobs.append(job)
+            return submissions.jobs.count == 1
+        }
+        // libuv coalesces wake-ups, and the drain takes everything queued: only the first job of a
+        // batch needs to wake the loop.
+        if isFirst { wake() }
+    }
+
+    private func wake() {
+        // Holding the lock orders this send before `close()` marks the queue closed and closes the
+        // handle, so the handle is never used after its close.
+        submissions.withLock { submissions in
+            if !submissions.isClosed {
+                uv_async_send(wakeHandle)
+            }
+        }
+    }
+
+    private var hasQueuedWork: Bool {
+        !loopJobs.isEmpty || !submissions.withLock { $0.jobs.isEmpty } || isStopRequested.load(ordering: .relaxed)
+    }
+
+    /// Runs what other threads submitted, then what the loop queued for itself. Work the loop queues
+    /// while this runs waits for the next turn, so a job that keeps re-queueing itself cannot starve I/O.
+    private func drainSubmittedWork() {
+        if isStopRequested.load(ordering: .relaxed), loopIsInsideRun {
+            uv_stop(uvLoop)
+        }
+        reconcileKeepAlive()
+        loopIsDraining = true
+        submissions.withLock { swap(&$0.jobs, &loopSpareBatch) }
+        for job in loopSpareBatch {
+            job()
+        }
+        loopSpareBatch.removeAll(keepingCapacity: true)
+        var generation = loopJobs.count
+        while generation > 0, let job = loopJobs.popFirst() {
+            job()
+            generation -= 1
+        }
+        loopIsDraining = false
+        if !loopJobs.isEmpty {
+            wake()
+        }
+    }
+
+    // MARK: Deadlines
+
+    /// Runs `job` on the loop once `delay` seconds have passed, unless the returned disposable is
+    /// disposed first. Callable from any thread.
+    ///
+    /// Deadlines are kept in one heap driven by a single libuv timer: scheduling and cancelling are
+    /// O(log n). Work due at the same time runs in the order it was scheduled. A negative delay counts
+    /// as zero; a delay that is not a finite number stops the program with a message.
+    @discardableResult
+    public func execute(after delay: Double, _ job: @escaping @Sendable () -> Void) -> Disposable {
+        let deadline = EventLoop.deadline(after: delay, caller: "EventLoop.execute(after:)")
+        return execute(atUptimeNanoseconds: deadline, job)
+    }
+
+    /// Runs `job` on the loop at `deadline`, in nanoseconds of ``EventLoop/uptimeNanoseconds``.
+    @discardableResult
+    public func execute(atUptimeNanoseconds deadline: UInt64, _ job: @escaping @Sendable () -> Void) -> Disposable {
+        let sequence = nextSequence.add(1, ordering: .relaxed).newValue
+        let work = ScheduledWork(deadline: deadline, sequence: sequence, loop: self, job: job)
+        if isInLoopContext {
+            insertDeadline(work)
+        } else {
+            execute { [self] in insertDeadline(work) }
+        }
+        return work
+    }
+
+    /// The monotonic clock deadlines are measured on, in nanoseconds.
+    public static var uptimeNanoseconds: UInt64 { uv_hrtime() }
+
+    static func deadline(after delay: Double, caller: String) -> UInt64 {
+        precondition(delay.isFinite, "\(caller): the delay must be a finite number of seconds, not \(delay)")
+        let now = uv_hrtime()
+        guard delay > 0 else { return now }
+        let nanoseconds = delay * 1e9
+        guard nanoseconds < Double(UInt64.max - now) else { return .max }
+        return now + UInt64(nanoseconds)
+    }
+
+    private func insertDeadline(_ work: ScheduledWork) {
+        guard work.state.load(ordering: .acquiring) == ScheduledWork.pending else { return }
+        loopDeadlines.insert(work)
+        if loopDeadlines.earliest === work {
+            armDeadlineTimer()
+        }
+        mainQueueEmbedding?.loopDidChange()
+    }
+
+    func removeCancelledWork(_ work: ScheduledWork) {
+        if isInLoopContext {
+            removeDeadline(work)
+        } else {
+            try? submit { [self] in removeDeadline(work) }
+        }
+    }
+
+    private func removeDeadline(_ work: ScheduledWork) {
+        let wasEarliest = loopDeadlines.earliest === work
+        loopDeadlines.remove(work)
+        work.job = nil
+        if wasEarliest { armDeadlineTimer() }
+    }
+
+    /// Points the libuv timer at the earliest deadline, or stops it when none is left (so pending
+    /// deadlines, and only they, keep the loop alive).
+    private func armDeadlineTimer() {
+        guard let earliest = loopDeadlines.earliest else {
+            if loopArmedDeadline != .max {
+                uv_timer_stop(deadlineTimer)
+                loopArmedDeadline = .max
+            }
+            return
+        }
+        guard earliest.deadline != loopArmedDeadline else { return }
+        loopArmedDeadline = earliest.deadline
+        uv_update_time(uvLoop)
+        let now = uv_hrtime()
+        let remaining = earliest.deadline > now ? earliest.deadline - now : 0
+        // Round up: libuv counts whole milliseconds, and firing early would only mean firing again.
+        let milliseconds = (remaining + 999_999) / 1_000_000
+        uv_timer_start(deadlineTimer, { handle in
+            EventLoop.owner(of: handle).fireDueDeadlines()
+        }, milliseconds, 0)
+    }
+
+    private func fireDueDeadlines() {
+        loopArmedDeadline = .max
+        let now = uv_hrtime()
+        // Work scheduled while firing waits for the next turn, even when already due.
+        let lastSequence = nextSequence.load(ordering: .relaxed)
+        while let earliest = loopDeadlines.earliest, earliest.deadline <= now, earliest.sequence <= lastSequence {
+            loopDeadlines.remove(earliest)
+            let job = earliest.job
+            earliest.job = nil
+            if earliest.state.compareExchange(expected: ScheduledWork.pending, desired: ScheduledWork.fired,
+                                              ordering: .acquiringAndReleasing).exchanged {
+                job?()
+            }
+        }
+        armDeadlineTimer()
+    }
+
+    /// How many deadlines are pending. Loop context only; for tests and diagnostics.
+    var pendingDeadlineCount: Int { loopDeadlines.count }
+
+    // MARK: Loop context
+
+    /// Whether the caller runs in this loop's context: on the thread running it or, for the main loop,
+    /// on the main thread or the main queue.
+    @inlinable
+    public var isInLoopContext: Bool {
+        let context = ThreadContext.current
+        if let current = context.currentLoop { return current === self }
+        return isMainLoop && MainThread.isMainContext(context)
+    }
+
+    // MARK: The main queue
+
+    /// While the main thread runs the main loop, the loop also runs `DispatchQueue.main`'s work: it
+    /// watches libdispatch's main-queue eventfd and drains the queue when it becomes readable.
+    private func attachMainQueueDrainIfOnMainThread() {
+        guard isMainLoop, flow_is_main_thread() != 0 else { return }
+        let fd = _dispatch_get_main_queue_handle_4CF()
+        let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+        uv_poll_init(uvLoop, poll, fd)
+        poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_poll_start(poll, Int32(UV_READABLE.rawValue)) { handle, _, _ in
+            guard let handle else { return }
+            var counter: UInt64 = 0
+            _ = read(Int32(handle.pointee.io_watcher.fd), &counter, MemoryLayout<UInt64>.size)
+            _dispatch_main_queue_callback_4CF(nil)
+        }
+        // Main-queue work alone does not keep the loop running, like the wake-up handle.
+        uv_unref(UnsafeMutableRawPointer(poll).assumingMemoryBound(to: uv_handle_t.self))
+        loopMainQueueDrain = poll
+        // Work queued before the loop started.
+        _dispatch_main_queue_callback_4CF(nil)
+    }
+
+    private func detachMainQueueDrain() {
+        guard let poll = loopMainQueueDrain else { return }
+        loopMainQueueDrain = nil
+        uv_close(UnsafeMutableRawPointer(poll).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+            handle?.deallocate()
+        }
+        // Let libuv run the close callback so the memory is freed now.
+        uv_run(uvLoop, UV_RUN_NOWAIT)
+    }
+
+    // MARK: Closing
+
+    /// Closes the loop: runs the work already submitted, cancels pending deadlines, closes every libuv
+    /// handle and frees the loop once their close callbacks have run. Afterwards ``execute(_:)`` stops
+    /// the program with a message and ``submit(_:)`` throws ``EventLoopError/closed``.
+    ///
+    /// - Throws: ``EventLoopError/alreadyRunning`` while another thread runs the loop,
+    ///   ``EventLoopError/closedFromInsideTheLoop`` from the loop's own work, ``EventLoopError/closed``
+    ///   if already closed.
+    public func close() throws(EventLoopError) {
+        if isInLoopContext && loopIsInsideRun { throw .closedFromInsideTheLoop }
+        let (exchanged, found) = lifecycle.compareExchange(
+            expected: Lifecycle.idle, desired: Lifecycle.closing, ordering: .acquiringAndReleasing)
+        guard exchanged else {
+            throw found == Lifecycle.running ? .alreadyRunning : .closed
+        }
+        mainQueueEmbedding?.cancel()
+        ThreadContext.current.run(as: scheduler, loop: self) {
+            // Work submitted before the close runs; nothing submitted is silently dropped.
+            while hasQueuedWork {
+                isStopRequested.store(false, ordering: .relaxed)
+                drainSubmittedWork()
+            }
+            submissions.withLock { $0.isClosed = true }
+            drainSubmittedWork()
+            for work in loopDeadlines.removeAll() {
+                work.state.store(ScheduledWork.cancelled, ordering: .releasing)
+                work.job = nil
+            }
+            uv_walk(uvLoop, { handle, _ in
+                guard let handle, uv_is_closing(handle) == 0 else { return }
+                uv_close(handle, nil)
+            }, nil)
+            uv_run(uvLoop, UV_RUN_DEFAULT)
+        }
+        let status = uv_loop_close(uvLoop)
+        lifecycle.store(Lifecycle.closed, ordering: .releasing)
+        if status == 0 {
+            uvLoop.deallocate()
+            wakeHandle.deallocate()
+            deadlineTimer.deallocate()
+        }
+    }
+
+    /// Whether ``close()`` has completed.
+    public var isClosed: Bool { lifecycle.load(ordering: .acquiring) == Lifecycle.closed }
+
+    /// Stops a loop started with ``startOnNewThread(name:)``, waits for its thread to finish the work
+    /// already submitted, and closes it. Callable from any thread but the loop's own.
+    public func shutdown() {
+        precondition(!isInLoopContext, "EventLoop.shutdown(): called on the loop's own thread, which would wait for itself")
+        let thread = ownThread.withLock { thread -> LoopThread? in
+            let taken = thread
+            thread = nil
+            return taken
+        }
+        if let thread {
+            thread.stopAndJoin()
+        } else {
+            stop()
+        }
+        do {
+            try close()
+        } catch .closed {
+            // Already closed: nothing left to do.
+        } catch {
+            preconditionFailure("EventLoop.shutdown(): \(error)")
+        }
+    }
+
+    // MARK: libuv helpers
+
+    static func owner<Handle>(of handle: UnsafeMutablePointer<Handle>?) -> EventLoop {
+        let data = UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_handle_t.self).pointee.data
+        return Unmanaged<EventLoop>.fromOpaque(data!).takeUnretainedValue()
+    }
+
+    /// libuv's name and message for an error code, as in `ECONNREFUSED: connection refused`.
+    public static func describe(_ status: Int32) -> String {
+        "\(String(cString: uv_err_name(status))): \(String(cString: uv_strerror(status)))"
+    }
+
+    /// The error for a failed libuv call.
+    public static func error(_ status: Int32) -> EventLoopError {
+        .libuv(code: status, name: String(cString: uv_err_name(status)), message: String(cString: uv_strerror(status)))
+    }
+}
+
+extension EventLoop: CustomStringConvertible {
+    /// The loop's name.
+    public var description: String { "EventLoop(\(name))" }
+}
+
+extension EventLoop: Equatable, Hashable {
+    /// Loops are equal only to themselves.
+    public static func == (lhs: EventLoop, rhs: EventLoop) -> Bool { lhs === rhs }
+
+    /// Hashes the loop's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

@@ -1,0 +1,111 @@
+import CFlowSupport
+
+/// What the calling thread is doing for this library: which scheduler's work runs here, how deep
+/// immediate work is nested, and the work deferred because it was nested too deeply.
+///
+/// One instance per thread, reached through a C thread-local (see `CFlowSupport.h`), so that the
+/// question "am I already on this scheduler?" costs a few instructions. Only its own thread touches
+/// it, which is why it needs no lock.
+@usableFromInline
+final class ThreadContext {
+    /// The scheduler whose work is running on this thread right now, if any.
+    @usableFromInline
+    var currentScheduler: Scheduler?
+
+    /// The event loop running on this thread right now, if any.
+    @usableFromInline
+    var currentLoop: EventLoop?
+
+    /// How many immediate executions are nested on this thread's stack.
+    @usableFromInline
+    var immediateDepth = 0
+
+    /// Work that asked to run immediately while ``immediateDepth`` was at ``maximumImmediateDepth``;
+    /// the outermost immediate execution runs it once the stack has unwound.
+    @usableFromInline
+    var deferredWork = JobQueue()
+
+    /// Nesting allowed before immediate work is deferred to the trampoline. Low enough that even
+    /// debug-build frames stay well inside a 512 KiB thread stack, high enough that ordinary code
+    /// (a callback on a completed future inside another callback) still runs synchronously.
+    @usableFromInline
+    static let maximumImmediateDepth = 24
+
+    /// Whether this is the process's first thread (asked once: it needs a system call).
+    @usableFromInline
+    let isMainThread: Bool
+
+    init() {
+        isMainThread = flow_is_main_thread() != 0
+    }
+
+    /// The calling thread's context, created on first use and released when the thread exits.
+    @inlinable
+    static var current: ThreadContext {
+        if let pointer = flow_get_thread_context() {
+            return Unmanaged<ThreadContext>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        return makeCurrent()
+    }
+
+    @usableFromInline
+    static func makeCurrent() -> ThreadContext {
+        registerDestructor
+        let context = ThreadContext()
+        let pointer = Unmanaged.passRetained(context).toOpaque()
+        flow_set_thread_context(pointer)
+        flow_retain_thread_context_until_exit(pointer)
+        return context
+    }
+
+    private static let registerDestructor: Void = {
+        flow_register_thread_context_destructor { pointer in
+            Unmanaged<ThreadContext>.fromOpaque(pointer).release()
+        }
+    }()
+
+    /// Runs `work` now, unless this thread is already ``maximumImmediateDepth`` immediate executions
+    /// deep: then `work` runs as soon as the outermost of them returns. Either way it runs on this
+    /// thread, in the current scheduler's context, before control leaves that context.
+    @inlinable
+    func runImmediately(_ work: @escaping () -> Void) {
+        if immediateDepth >= ThreadContext.maximumImmediateDepth {
+            deferredWork.append(work)
+            return
+        }
+        immediateDepth += 1
+        work()
+        if immediateDepth == 1 {
+            drainDeferredWork()
+        }
+        immediateDepth -= 1
+    }
+
+    @usableFromInline
+    func drainDeferredWork() {
+        while let next = deferredWork.popFirst() {
+            next()
+        }
+    }
+
+    /// Runs `body` as work of `scheduler` (and of `loop`, when given): ``Scheduler/current`` answers
+    /// `scheduler` inside it, with a fresh immediate-execution budget and its own deferred work.
+    @inlinable
+    func run<T>(as scheduler: Scheduler, loop: EventLoop? = nil, _ body: () throws -> T) rethrows -> T {
+        let savedScheduler = currentScheduler
+        let savedLoop = currentLoop
+        let savedDepth = immediateDepth
+        let savedDeferred = deferredWork.takeAll()
+        currentScheduler = scheduler
+        if let loop { currentLoop = loop }
+        immediateDepth = 0
+        defer {
+            drainDeferredWork()
+            currentScheduler = savedScheduler
+            currentLoop = savedLoop
+            immediateDepth = savedDepth
+            deferredWork = savedDeferred
+        }
+        return try body()
+    }
+}

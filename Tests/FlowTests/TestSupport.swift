@@ -1,0 +1,70 @@
+import Dispatch
+import Flow
+import Foundation
+import Synchronization
+import Testing
+
+/// A generous bound on waits for things that happen within milliseconds: hit only when a test is
+/// broken, so that a broken test fails instead of hanging CI.
+let hangGuard: DispatchTime.Duration = .seconds(30)
+
+extension DispatchTime {
+    typealias Duration = DispatchTimeInterval
+}
+
+/// Waits for `semaphore` and records a failure if it is never signalled.
+func expectSignal(_ semaphore: DispatchSemaphore, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    let result = semaphore.wait(timeout: .now() + hangGuard)
+    #expect(result == .success, "timed out waiting for \(what)", sourceLocation: sourceLocation)
+}
+
+/// A value shared between a test and the work it schedules, guarded by a mutex.
+final class Shared<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+
+    init(_ value: Value) { storage = Mutex(value) }
+
+    var value: Value { storage.withLock { $0 } }
+
+    @discardableResult
+    func mutate<R: Sendable>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
+}
+
+/// Runs a loop on a new thread for the duration of `body`, then shuts it down.
+func withLoopOnOwnThread<T>(_ body: (EventLoop) throws -> T) rethrows -> T {
+    let loop = EventLoop.startOnNewThread(name: "test.loop")
+    defer { loop.shutdown() }
+    return try body(loop)
+}
+
+/// The output of a run of the `MainLoopProbe` child process.
+struct ProbeRun {
+    var status: Int32
+    var output: String
+    var errorOutput: String
+}
+
+/// Runs the `MainLoopProbe` executable, built next to the test bundle, with `scenario`.
+func runProbe(_ scenario: String) throws -> ProbeRun {
+    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    let probe = testBinary.deletingLastPathComponent().appendingPathComponent("MainLoopProbe")
+    guard FileManager.default.isExecutableFile(atPath: probe.path) else {
+        Issue.record("MainLoopProbe was not built at \(probe.path); run `swift build --build-tests` first")
+        return ProbeRun(status: -1, output: "", errorOutput: "")
+    }
+    let process = Process()
+    process.executableURL = probe
+    process.arguments = [scenario]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ProbeRun(
+        status: process.terminationStatus,
+        output: String(decoding: outputData, as: UTF8.self),
+        errorOutput: String(decoding: errorData, as: UTF8.self))
+}
