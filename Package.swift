@@ -5,6 +5,9 @@ let package = Package(
     name: "Flow",
     products: [
         .library(name: "Flow", targets: ["Flow"]),
+        .library(name: "FlowTimers", targets: ["FlowTimers"]),
+        .library(name: "FlowTesting", targets: ["FlowTesting"]),
+        .library(name: "Deferred", targets: ["Deferred"]),
     ],
     targets: [
         // libuv, as the system provides it (Debian: libuv1-dev).
@@ -17,13 +20,21 @@ let package = Package(
         .target(name: "CFlowSupport"),
         // The core: event loop, schedulers, futures, disposables, combinators.
         .target(name: "Flow", dependencies: ["CLibUV", "CFlowSupport"]),
+        // Timers on the loop: delays, timeouts, periodic work, retry backoff.
+        .target(name: "FlowTimers", dependencies: ["Flow"]),
+        // Test support: a scheduler on a virtual clock.
+        .target(name: "FlowTesting", dependencies: ["Flow"]),
+        // Big Nerd Ranch's Deferred API on top of Flow's schedulers.
+        .target(name: "Deferred", dependencies: ["Flow"]),
 
         // Programs: `swift run <Name>`.
         .executableTarget(name: "Tour", dependencies: ["Flow"], path: "Examples/Tour"),
 
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
-        .testTarget(name: "FlowTests", dependencies: ["Flow", "MainLoopProbe"]),
+        .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe"]),
+        .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow"]),
+        .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow"]),
     ],
     swiftLanguageModes: [.v6]
 )

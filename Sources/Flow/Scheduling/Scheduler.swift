@@ -106,6 +106,16 @@ public final class Scheduler: Sendable {
         return MainThread.isMainContext(context) ? .main : .background
     }
 
+    /// The scheduler whose work is running on this thread, or `nil` off any scheduler. Unlike
+    /// ``current`` it does not fall back to ``background``: the main thread and main queue still
+    /// answer ``main``.
+    @inlinable
+    public static var executing: Scheduler? {
+        let context = ThreadContext.current
+        if let scheduler = context.currentScheduler { return scheduler }
+        return MainThread.isMainContext(context) ? .main : nil
+    }
+
     // MARK: Running work
 
     /// Runs `work` on this scheduler: at once if the caller is already executing on it (or it is

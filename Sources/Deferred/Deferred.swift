@@ -1,0 +1,1 @@
+// The Deferred module; its contents are being written.

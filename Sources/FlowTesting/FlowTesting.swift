@@ -1,0 +1,1 @@
+// The FlowTesting module; its contents are being written.

@@ -1,0 +1,1 @@
+// The FlowTimers module; its contents are being written.
