@@ -205,7 +205,7 @@ public final class Scheduler: Sendable {
     /// Runs throwing `work` in this scheduler's context like ``sync(execute:)-(()->T)``, rethrowing
     /// its error.
     public func sync<T>(execute work: () throws -> T) throws -> T {
-        let outcome: Result<T, Error> = sync { Result { try work() } }
+        let outcome: Swift.Result<T, Error> = sync { Swift.Result { try work() } }
         return try outcome.get()
     }
 
@@ -378,12 +378,17 @@ private final class QueueIdentity: Sendable {
 // @unchecked Sendable: the caller writes `work` before handing this over and reads `outcome` only
 // after the semaphore signalled that the loop thread finished writing it.
 private final class SyncHandoff<T>: @unchecked Sendable {
-    private let work: () -> T
+    private var work: (() -> T)?
     private var outcome: T?
 
     init(_ work: @escaping () -> T) { self.work = work }
 
-    func run() { outcome = work() }
+    /// Runs the work and lets go of it before the caller is woken: the caller's closure must not
+    /// outlive its `withoutActuallyEscaping` scope.
+    func run() {
+        outcome = work!()
+        work = nil
+    }
 
     func result() -> T { outcome! }
 }

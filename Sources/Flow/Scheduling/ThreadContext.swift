@@ -88,6 +88,24 @@ final class ThreadContext {
         }
     }
 
+    /// Objects waiting to be released by ``releaseWithoutRecursion(_:)``.
+    var pendingReleases: [AnyObject] = []
+    var isReleasing = false
+
+    /// Releases `object` here, unless a release is already under way on this thread: then it is
+    /// queued and released by that one. Dropping the head of a million-link chain thus releases the
+    /// links one after another instead of one inside the other (which would overflow the stack).
+    func releaseWithoutRecursion(_ object: AnyObject) {
+        pendingReleases.append(object)
+        guard !isReleasing else { return }
+        isReleasing = true
+        while !pendingReleases.isEmpty {
+            // Popping drops the last reference here, at this depth; nested releases only append.
+            _ = pendingReleases.removeLast()
+        }
+        isReleasing = false
+    }
+
     /// Runs `body` as work of `scheduler` (and of `loop`, when given): ``Scheduler/current`` answers
     /// `scheduler` inside it, with a fresh immediate-execution budget and its own deferred work.
     @inlinable

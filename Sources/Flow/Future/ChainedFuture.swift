@@ -1,0 +1,181 @@
+/// What a derived future does with its upstream's result. The user's closure is stored as given, so
+/// deriving a future allocates nothing beyond the future itself.
+@usableFromInline
+enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
+    case map(@Sendable (Input) throws -> Output)
+    case mapResult(@Sendable (Result<Input>) throws -> Output)
+    case flatMap(@Sendable (Input) throws -> Future<Output>)
+    case flatMapResult(@Sendable (Result<Input>) throws -> Future<Output>)
+    /// Output == Input: recovers from an error with a value.
+    case mapError(@Sendable (Error) throws -> Output)
+    /// Output == Input: recovers from an error with a future.
+    case flatMapError(@Sendable (Error) throws -> Future<Output>)
+    /// Output == Input: observers, which pass the result through.
+    case onValue(@Sendable (Input) throws -> Void)
+    case onError(@Sendable (Error) throws -> Void)
+    case onResult(@Sendable (Result<Input>) throws -> Void)
+    /// Runs when this future is cancelled, or its upstream was.
+    case onCancel(@Sendable () -> Void)
+    /// Runs on an error, or when this future is cancelled (or its upstream was).
+    case onErrorOrCancel(@Sendable (Error) -> Void)
+}
+
+/// A future derived from another by a ``ChainStep``, run on a scheduler when the upstream completes.
+/// It is itself the upstream's listener, so a continuation costs one object.
+final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, FutureListener, @unchecked Sendable {
+    // @unchecked Sendable: `upstream`, `step` and `scheduler` are immutable; `inner` is guarded by the
+    // inherited lock.
+    let upstream: Future<Input>
+    let step: ChainStep<Input, Output>
+    let scheduler: Scheduler
+    /// For flatMap steps: the future the step returned, and this future's listener on it.
+    private var inner: (future: Future<Output>, forwarder: Forwarder<Output>)?
+
+    init(upstream: Future<Input>, step: ChainStep<Input, Output>, scheduler: Scheduler, file: StaticString, line: UInt) {
+        self.upstream = upstream
+        self.step = step
+        self.scheduler = scheduler
+        super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
+    }
+
+    /// Derives a future from `upstream` and starts listening to it.
+    static func make(
+        _ upstream: Future<Input>, _ step: ChainStep<Input, Output>, on scheduler: Scheduler,
+        file: StaticString, line: UInt
+    ) -> ChainedFuture {
+        let future = ChainedFuture(upstream: upstream, step: step, scheduler: scheduler, file: file, line: line)
+        upstream.addListener(future)
+        return future
+    }
+
+    deinit {
+        // The upstream is kept for repetition; releasing a long chain must not recurse.
+        if !isKnownUniquelyReferenced(&upstreamForRelease) { return }
+        ThreadContext.current.releaseWithoutRecursion(upstreamForRelease)
+    }
+
+    private var upstreamForRelease: Future<Input> {
+        get { upstream }
+        set {}
+    }
+
+    func futureDidComplete(_ result: Result<Input>) {
+        if scheduler.isImmediate(in: ThreadContext.current) {
+            run(result)
+        } else {
+            scheduler.enqueue { [self] in run(result) }
+        }
+    }
+
+    private func run(_ result: Result<Input>) {
+        if isCompleted { return }  // cancelled meanwhile
+        switch step {
+        case .map(let transform):
+            switch result {
+            case .success(let value): complete(with: Result { try transform(value) })
+            case .failure(let error): complete(with: .failure(error))
+            }
+        case .mapResult(let transform):
+            complete(with: Result { try transform(result) })
+        case .flatMap(let transform):
+            switch result {
+            case .success(let value):
+                do { bind(try transform(value)) } catch { complete(with: .failure(error)) }
+            case .failure(let error):
+                complete(with: .failure(error))
+            }
+        case .flatMapResult(let transform):
+            do { bind(try transform(result)) } catch { complete(with: .failure(error)) }
+        case .mapError(let transform):
+            switch result {
+            case .success: complete(with: passThrough(result))
+            case .failure(let error): complete(with: Result { try transform(error) })
+            }
+        case .flatMapError(let transform):
+            switch result {
+            case .success:
+                complete(with: passThrough(result))
+            case .failure(let error):
+                do { bind(try transform(error)) } catch { complete(with: .failure(error)) }
+            }
+        case .onValue(let observe):
+            if case .success(let value) = result {
+                do { try observe(value) } catch { complete(with: .failure(error)); return }
+            }
+            complete(with: passThrough(result))
+        case .onError(let observe):
+            if case .failure(let error) = result {
+                do { try observe(error) } catch { complete(with: .failure(error)); return }
+            }
+            complete(with: passThrough(result))
+        case .onResult(let observe):
+            do { try observe(result) } catch { complete(with: .failure(error)); return }
+            complete(with: passThrough(result))
+        case .onCancel(let observe):
+            if case .failure(let error) = result, error as? FutureError == .aborted { observe() }
+            complete(with: passThrough(result))
+        case .onErrorOrCancel(let observe):
+            if case .failure(let error) = result { observe(error) }
+            complete(with: passThrough(result))
+        }
+    }
+
+    /// The upstream's result as this future's: only for steps whose Output is their Input.
+    private func passThrough(_ result: Result<Input>) -> Result<Output> {
+        // The observer and error-recovery initialisers below only ever create ChainedFuture<T, T>.
+        unsafeBitCast(result, to: Result<Output>.self)
+    }
+
+    /// Completes with `future`'s result once it has one.
+    private func bind(_ future: Future<Output>) {
+        if let result = future.result {
+            complete(with: result)
+            return
+        }
+        let forwarder = Forwarder(target: self)
+        let isStillPending = withState { state -> Bool in
+            guard state.result == nil else { return false }
+            inner = (future, forwarder)
+            return true
+        }
+        if isStillPending {
+            future.addListener(forwarder)
+        } else {
+            future.cancel()  // cancelled while the step ran: the returned future is not needed
+        }
+    }
+
+    override func upstreamLink() -> (any CancellableUpstream, AnyObject)? {
+        if let inner = withState({ _ in inner }) {
+            return (inner.future, inner.forwarder)
+        }
+        return (upstream, self)
+    }
+
+    override func didCancel() {
+        switch step {
+        case .onCancel(let observe):
+            scheduler.async(execute: observe)
+        case .onErrorOrCancel(let observe):
+            scheduler.async { observe(FutureError.aborted) }
+        default:
+            break
+        }
+    }
+
+    override func makeFresh() -> Future<Output> {
+        ChainedFuture.make(upstream.makeFresh(), step, on: scheduler, file: "(repetition)", line: 0)
+    }
+}
+
+/// Completes a future with another future's result: the listener a flatMap step puts on the future
+/// its closure returned.
+final class Forwarder<Value: Sendable>: FutureListener, Sendable {
+    let target: Future<Value>
+
+    init(target: Future<Value>) { self.target = target }
+
+    func futureDidComplete(_ result: Result<Value>) {
+        target.complete(with: result)
+    }
+}

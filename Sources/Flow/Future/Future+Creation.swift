@@ -1,0 +1,179 @@
+import Synchronization
+
+extension Future {
+    /// Creates a future that runs `operation` on `scheduler` at once, and completes when the operation
+    /// calls its completion callback.
+    ///
+    /// The operation returns a ``Disposable`` that is disposed once the future completes or is
+    /// cancelled: the place to stop a request, a timer or a connection.
+    ///
+    /// ```swift
+    /// Future<Data> { completion in
+    ///     let task = session.dataTask(with: url) { data, _, error in
+    ///         completion(error.map { .failure($0) } ?? .success(data!))
+    ///     }
+    ///     task.resume()
+    ///     return Disposer { task.cancel() }
+    /// }
+    /// ```
+    ///
+    /// An error thrown by the operation fails the future. If the operation releases its completion
+    /// callback without ever calling it, the future fails with ``FutureAbandonedError`` rather than
+    /// leaving its observers waiting forever.
+    public convenience init(
+        on scheduler: Scheduler = .current,
+        file: StaticString = #fileID, line: UInt = #line,
+        onResult operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
+    ) {
+        self.init(on: scheduler, file: file, line: line, operationWithMover: { completion, _ in try operation(completion) })
+    }
+
+    /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
+    /// futures created outside the operation and moved inside with it are started again when this
+    /// future is repeated (see ``onErrorRepeat(delayBetweenRepetitions:maxRepetitions:when:)``).
+    ///
+    /// ```swift
+    /// let login = loginFuture()
+    /// let session = Future<Session> { completion, mover in
+    ///     mover.moveInside(login).onResult { completion($0) }.disposable
+    /// }
+    /// session.onErrorRepeat(maxRepetitions: 2)   // logs in again on each repetition
+    /// ```
+    public convenience init(
+        on scheduler: Scheduler = .current,
+        file: StaticString = #fileID, line: UInt = #line,
+        onResult operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
+    ) {
+        self.init(on: scheduler, file: file, line: line, operationWithMover: operation)
+    }
+
+    convenience init(
+        on scheduler: Scheduler, file: StaticString, line: UInt,
+        operationWithMover operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
+    ) {
+        self.init(initialResult: nil, file: file, line: line)
+        // The operation lives on in the future that runs it; see `OperationFuture`.
+        _ = OperationRunner(future: self, scheduler: scheduler, operation: operation, isRepetition: false)
+    }
+
+    /// Creates a future completed with `value`.
+    public convenience init(_ value: Value, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(initialResult: .success(value), file: file, line: line)
+    }
+
+    /// Creates a future failed with `error`.
+    public convenience init(error: Error, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(initialResult: .failure(error), file: file, line: line)
+    }
+
+    /// Creates a future completed with `result`.
+    public convenience init(result: Result<Value>, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(initialResult: result, file: file, line: line)
+    }
+
+    /// Creates a future that runs `work` on `scheduler` and completes with what it returns or throws.
+    ///
+    /// ```swift
+    /// let thumbnail = Future(on: imageProcessing) { try image.scaled(to: 64) }
+    /// ```
+    public convenience init(
+        on scheduler: Scheduler = .current,
+        file: StaticString = #fileID, line: UInt = #line,
+        immediate work: @escaping @Sendable () throws -> Value
+    ) {
+        self.init(on: scheduler, file: file, line: line, operationWithMover: { completion, _ in
+            completion(Result { try work() })
+            return NilDisposer()
+        })
+    }
+
+    /// Creates a future that never completes (until cancelled).
+    public convenience init(_ forever: Forever, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(initialResult: nil, file: file, line: line)
+        lockedState.isForever = true
+    }
+}
+
+extension Future where Value == Void {
+    /// Creates a future completed with `()`.
+    public convenience init(file: StaticString = #fileID, line: UInt = #line) {
+        self.init(initialResult: .success(()), file: file, line: line)
+    }
+}
+
+/// Moves futures created outside a future's operation inside it, so that they are started again
+/// when that future is repeated. See ``Future/init(on:file:line:onResult:)-(_,_,(_,Mover)->_)``.
+public final class Mover: Sendable {
+    let isRepetition: Bool
+
+    init(isRepetition: Bool) { self.isRepetition = isRepetition }
+
+    /// Returns `future` on the first run of the operation, and a fresh run of it on each repetition.
+    public func moveInside<T>(_ future: Future<T>) -> Future<T> {
+        isRepetition ? future.makeFresh() : future
+    }
+}
+
+/// Holds what is needed to run a future's operation again, and gives the operation a completion
+/// callback that notices when it is released without having been called.
+final class OperationRecipe<Value: Sendable>: Sendable {
+    let scheduler: Scheduler
+    let operation: @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
+
+    init(scheduler: Scheduler, operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable) {
+        self.scheduler = scheduler
+        self.operation = operation
+    }
+}
+
+/// Starts an operation for a future.
+struct OperationRunner<Value: Sendable> {
+    @discardableResult
+    init(
+        future: Future<Value>, scheduler: Scheduler,
+        operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable,
+        isRepetition: Bool
+    ) {
+        let recipe = OperationRecipe(scheduler: scheduler, operation: operation)
+        future.recipeStorage = recipe
+        OperationRunner.start(future, recipe, isRepetition: isRepetition)
+    }
+
+    static func start(_ future: Future<Value>, _ recipe: OperationRecipe<Value>, isRepetition: Bool) {
+        let token = CompletionToken(future)
+        let run: @Sendable () -> Void = {
+            do {
+                let disposable = try recipe.operation({ token.complete(with: $0) }, Mover(isRepetition: isRepetition))
+                future.setDisposable(disposable)
+            } catch {
+                future.complete(with: .failure(error))
+            }
+        }
+        recipe.scheduler.async(execute: run)
+    }
+}
+
+/// The completion callback's state: completes the future, or fails it with ``FutureAbandonedError``
+/// when released uncalled.
+final class CompletionToken<Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `future` is immutable and thread-safe; `isUsed` is atomic.
+    let future: Future<Value>
+    let isUsed = Atomic<Bool>(false)
+
+    init(_ future: Future<Value>) { self.future = future }
+
+    func complete(with result: Result<Value>) {
+        isUsed.store(true, ordering: .relaxed)
+        future.complete(with: result)
+    }
+
+    deinit {
+        guard !isUsed.load(ordering: .relaxed), !future.isCompleted else { return }
+        #if DEBUG
+        let site = future.creationSite
+        #else
+        let site = "(creation sites are recorded in debug builds)"
+        #endif
+        future.complete(with: .failure(FutureAbandonedError(creationSite: site)))
+    }
+}

@@ -1,0 +1,79 @@
+extension Future {
+    /// Runs `callback` with the result once the future completes, on `scheduler`.
+    ///
+    /// - Returns: a future that completes with the same result once `callback` ran, or with the error
+    ///   `callback` threw.
+    ///
+    /// ```swift
+    /// session.data(at: url).onResult { result in
+    ///     switch result {
+    ///     case .success(let data): show(data)
+    ///     case .failure(let error): report(error)
+    ///     }
+    /// }
+    /// ```
+    @discardableResult
+    public final func onResult(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: @escaping @Sendable (Result<Value>) throws -> Void
+    ) -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .onResult(callback), on: scheduler, file: file, line: line)
+    }
+
+    /// Runs `callback` with the value if the future succeeds, on `scheduler`.
+    ///
+    /// - Returns: a future that completes with the same result once `callback` ran.
+    @discardableResult
+    public final func onValue(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: @escaping @Sendable (Value) throws -> Void
+    ) -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .onValue(callback), on: scheduler, file: file, line: line)
+    }
+
+    /// Runs `callback` with the error if the future fails (cancellation included), on `scheduler`.
+    ///
+    /// - Returns: a future that completes with the same result once `callback` ran.
+    @discardableResult
+    public final func onError(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: @escaping @Sendable (Error) throws -> Void
+    ) -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .onError(callback), on: scheduler, file: file, line: line)
+    }
+
+    /// Runs `callback` if the future is cancelled: the returned future itself, or this one.
+    ///
+    /// - Returns: a future that completes with the same result; cancelling it runs `callback` and
+    ///   cancels this future unless others still observe it.
+    @discardableResult
+    public final func onCancel(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: @escaping @Sendable () -> Void
+    ) -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .onCancel(callback), on: scheduler, file: file, line: line)
+    }
+
+    /// Runs `callback` with the error if the future fails, or with ``FutureError/aborted`` if it is
+    /// cancelled.
+    @discardableResult
+    public final func onErrorOrCancel(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: @escaping @Sendable (Error) -> Void
+    ) -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .onErrorOrCancel(callback), on: scheduler, file: file, line: line)
+    }
+
+    /// Runs `callback` once the future completes in any way (value, error or cancellation).
+    @discardableResult
+    public final func always(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: @escaping @Sendable () -> Void
+    ) -> Future<Value> {
+        onCancel(on: scheduler, file: file, line: line, callback)
+            .onResult(on: scheduler, file: file, line: line) { result in
+                if case .failure(let error) = result, error as? FutureError == .aborted { return }
+                callback()
+            }
+    }
+}

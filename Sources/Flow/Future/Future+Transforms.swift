@@ -1,0 +1,116 @@
+extension Future {
+    /// A future with `transform` applied to this future's value; an error passes through, and an error
+    /// thrown by `transform` becomes the new future's failure.
+    ///
+    /// ```swift
+    /// let json: Future<JSON> = data(at: url).map { data in try JSON(data) }
+    /// ```
+    @discardableResult
+    public final func map<Other>(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @Sendable (Value) throws -> Other
+    ) -> Future<Other> {
+        ChainedFuture.make(self, .map(transform), on: scheduler, file: file, line: line)
+    }
+
+    /// A future with `transform` applied to this future's result, success or failure.
+    @discardableResult
+    public final func mapResult<Other>(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @Sendable (Result<Value>) throws -> Other
+    ) -> Future<Other> {
+        ChainedFuture.make(self, .mapResult(transform), on: scheduler, file: file, line: line)
+    }
+
+    /// A future that completes like the future `transform` returns for this future's value: chains two
+    /// asynchronous operations. An error passes through.
+    ///
+    /// ```swift
+    /// user(at: userURL).flatMap { user in friends(at: user.friendsURL) }
+    /// ```
+    @discardableResult
+    public final func flatMap<Other>(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @Sendable (Value) throws -> Future<Other>
+    ) -> Future<Other> {
+        ChainedFuture.make(self, .flatMap(transform), on: scheduler, file: file, line: line)
+    }
+
+    /// A future that completes like the future `transform` returns for this future's result.
+    @discardableResult
+    public final func flatMapResult<Other>(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @Sendable (Result<Value>) throws -> Future<Other>
+    ) -> Future<Other> {
+        ChainedFuture.make(self, .flatMapResult(transform), on: scheduler, file: file, line: line)
+    }
+
+    /// A future that recovers from this future's error with the value `transform` returns (or fails
+    /// with the error it throws). A value passes through.
+    ///
+    /// ```swift
+    /// cachedAvatar().mapError { _ in placeholderAvatar }
+    /// ```
+    @discardableResult
+    public final func mapError(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @Sendable (Error) throws -> Value
+    ) -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .mapError(transform), on: scheduler, file: file, line: line)
+    }
+
+    /// A future that recovers from this future's error with the future `transform` returns. A value
+    /// passes through.
+    @discardableResult
+    public final func flatMapError(
+        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @Sendable (Error) throws -> Future<Value>
+    ) -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .flatMapError(transform), on: scheduler, file: file, line: line)
+    }
+
+    /// A future of `()` that completes when this one does, with its error if any.
+    @discardableResult
+    public final func toVoid() -> Future<Void> {
+        ChainedFuture.make(self, .map { _ in () }, on: .none, file: #fileID, line: #line)
+    }
+
+    /// A future that completes like this one, except that a cancellation (``FutureError/aborted``)
+    /// becomes a future that never completes: for observers that should not hear about cancellation.
+    @discardableResult
+    public final func ignoreCanceling() -> Future<Value> {
+        ChainedFuture<Value, Value>.make(self, .flatMapResult { result in
+            if case .failure(let error) = result, error as? FutureError == .aborted {
+                return Future(.forever)
+            }
+            return Future(result: result)
+        }, on: .none, file: #fileID, line: #line)
+    }
+
+    /// A future that first runs `body` with this future's value and waits for the future it returns,
+    /// then completes with this future's value (or the first error).
+    @discardableResult
+    public final func onValuePassItThrough<Other>(
+        on scheduler: Scheduler = .current, _ body: @escaping @Sendable (Value) throws -> Future<Other>
+    ) -> Future<Value> {
+        flatMap(on: scheduler) { value in try body(value).map(on: .none) { _ in value } }
+    }
+
+    /// A future that first runs `body` with this future's error and waits for the future it returns,
+    /// then fails with this future's error (or the first error `body` produced).
+    @discardableResult
+    public final func onErrorPassItThrough<Other>(
+        on scheduler: Scheduler = .current, _ body: @escaping @Sendable (Error) throws -> Future<Other>
+    ) -> Future<Value> {
+        flatMapError(on: scheduler) { error in try body(error).flatMap(on: .none) { _ in Future(error: error) } }
+    }
+
+    /// A future that first runs `body` with this future's result and waits for the future it returns,
+    /// then completes with this future's result (or the error `body` produced).
+    @discardableResult
+    public final func onResultPassItThrough<Other>(
+        on scheduler: Scheduler = .current, _ body: @escaping @Sendable (Result<Value>) throws -> Future<Other>
+    ) -> Future<Value> {
+        flatMapResult(on: scheduler) { result in try body(result).flatMap(on: .none) { _ in Future(result: result) } }
+    }
+}

@@ -1,0 +1,74 @@
+/// The outcome of a ``Future``: a value or an error. An alias of the standard library's `Result` with
+/// any `Error`, so `Result<Data>` reads as in Flow. Write `Swift.Result<Value, SomeError>` for a typed one.
+public typealias Result<Value> = Swift.Result<Value, Error>
+
+extension Swift.Result {
+    /// The value, if this is a success.
+    @inlinable
+    public var value: Success? {
+        if case .success(let value) = self { return value }
+        return nil
+    }
+
+    /// The error, if this is a failure.
+    @inlinable
+    public var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+/// One of two values: the result of ``select(_:or:cancelNonCompleted:)``.
+public enum Either<Left, Right> {
+    /// The first alternative.
+    case left(Left)
+    /// The second alternative.
+    case right(Right)
+
+    /// The first alternative's value, if this is `.left`.
+    public var left: Left? {
+        if case .left(let value) = self { return value }
+        return nil
+    }
+
+    /// The second alternative's value, if this is `.right`.
+    public var right: Right? {
+        if case .right(let value) = self { return value }
+        return nil
+    }
+}
+
+extension Either: Equatable where Left: Equatable, Right: Equatable {}
+extension Either: Hashable where Left: Hashable, Right: Hashable {}
+extension Either: Sendable where Left: Sendable, Right: Sendable {}
+
+/// Errors that futures themselves produce.
+public enum FutureError: Error, Equatable, CustomStringConvertible {
+    /// The future was cancelled with ``Future/cancel()`` before it completed.
+    case aborted
+
+    /// A sentence saying what happened.
+    public var description: String {
+        switch self {
+        case .aborted: return "FutureError.aborted: the future was cancelled before it completed"
+        }
+    }
+}
+
+/// The error of a future whose operation released its completion callback without ever calling it:
+/// otherwise the future, and whoever waits on it, would wait forever.
+public struct FutureAbandonedError: Error, CustomStringConvertible {
+    /// Where the abandoned future was created (file and line; recorded in debug builds).
+    public let creationSite: String
+
+    /// A sentence naming the future's creation site.
+    public var description: String {
+        "FutureAbandonedError: the operation of the future created at \(creationSite) released its completion callback without calling it"
+    }
+}
+
+/// A marker for ``Future/init(_:)-(Forever)``: a future that never completes.
+public enum Forever: Sendable {
+    /// Never.
+    case forever
+}

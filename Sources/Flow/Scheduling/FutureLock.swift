@@ -1,0 +1,55 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A one-word lock for a future's state: a compare-and-swap to take it when free, and a short spin
+/// then yielding when not.
+///
+/// Every critical section it guards is a handful of loads and stores and never calls user code, so
+/// waiting is short; `Synchronization.Mutex` would do too, but its `sending` rules do not fit state
+/// holding a generic, possibly non-`Sendable` value.
+@usableFromInline
+struct FutureLock: ~Copyable, @unchecked Sendable {
+    // @unchecked Sendable: the only stored property is an atomic word.
+    @usableFromInline
+    let word = Atomic<UInt32>(0)
+
+    @inlinable
+    init() {}
+
+    @inlinable
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+
+    @inlinable
+    func lock() {
+        if word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged { return }
+        lockContended()
+    }
+
+    @usableFromInline
+    func lockContended() {
+        var spins = 0
+        while true {
+            if word.load(ordering: .relaxed) == 0,
+               word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+                return
+            }
+            spins += 1
+            if spins < 64 {
+                continue
+            }
+            sched_yield()
+        }
+    }
+
+    @inlinable
+    func unlock() {
+        word.store(0, ordering: .releasing)
+    }
+}

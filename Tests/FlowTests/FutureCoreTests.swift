@@ -1,0 +1,206 @@
+import Dispatch
+import Flow
+import Testing
+
+struct TestError: Error, Equatable {
+    var code = 1
+}
+
+/// A future whose completion the test controls, the way an operation would.
+final class Operation<Value: Sendable>: Sendable {
+    let future: Future<Value>
+    private let completion: Shared<(@Sendable (Result<Value>) -> Void)?>
+    let starts = Shared(0)
+    let disposals = Shared(0)
+
+    init(on scheduler: Scheduler = .current) {
+        let completion = Shared<(@Sendable (Result<Value>) -> Void)?>(nil)
+        let starts = self.starts
+        let disposals = self.disposals
+        self.completion = completion
+        future = Future(on: scheduler) { done in
+            starts.mutate { $0 += 1 }
+            completion.mutate { $0 = done }
+            return Disposer { disposals.mutate { $0 += 1 } }
+        }
+    }
+
+    func complete(_ result: Result<Value>) { completion.value!(result) }
+    func succeed(_ value: Value) { complete(.success(value)) }
+    func fail(_ error: Error) { complete(.failure(error)) }
+    /// Drops the completion callback without calling it.
+    func abandon() { completion.mutate { $0 = nil } }
+}
+
+@Suite("Future basics")
+struct FutureCoreTests {
+    @Test("a future runs its operation once, at once, and keeps its result")
+    func operationRunsOnce() {
+        let runs = Shared(0)
+        let future = Future<Int>(on: .none) { completion in
+            runs.mutate { $0 += 1 }
+            completion(.success(7))
+            return NilDisposer()
+        }
+        future.onValue(on: .none) { _ in }
+        future.onValue(on: .none) { _ in }
+        #expect(runs.value == 1)
+        #expect(future.result?.value == 7)
+    }
+
+    @Test("map and flatMap transform values; errors pass through; a thrown error becomes the failure")
+    func transforms() {
+        let mapped = Future(2).map(on: .none) { $0 * 10 }
+        #expect(mapped.result?.value == 20)
+        let chained = Future(2).flatMap(on: .none) { value in Future("\(value)!") }
+        #expect(chained.result?.value == "2!")
+        let failed = Future<Int>(error: TestError()).map(on: .none) { $0 + 1 }
+        #expect(failed.result?.error as? TestError == TestError())
+        let thrown = Future(1).map(on: .none) { _ -> Int in throw TestError(code: 2) }
+        #expect(thrown.result?.error as? TestError == TestError(code: 2))
+        let recovered = Future<Int>(error: TestError()).mapError(on: .none) { _ in 5 }
+        #expect(recovered.result?.value == 5)
+        let observedThrow = Future(1).onValue(on: .none) { _ in throw TestError(code: 3) }
+        #expect(observedThrow.result?.error as? TestError == TestError(code: 3))
+    }
+
+    @Test("observers see the result in order, on the scheduler they asked for")
+    func observersRunOnTheirScheduler() {
+        let operation = Operation<Int>(on: .none)
+        let queue = Scheduler(label: "test.observers")
+        let seen = Shared([String]())
+        let done = DispatchSemaphore(value: 0)
+        operation.future
+            .onValue(on: queue) { value in seen.mutate { $0.append("value \(value) on queue: \(queue.isExecuting)") } }
+            .onResult(on: queue) { _ in seen.mutate { $0.append("result") } }
+            .always(on: queue) { done.signal() }
+        operation.future.onError(on: queue) { _ in seen.mutate { $0.append("never: no error") } }
+        operation.succeed(3)
+        expectSignal(done, "the observers")
+        #expect(seen.value == ["value 3 on queue: true", "result"])
+    }
+
+    @Test("callbacks on a completed future run at once when on the scheduler asked for")
+    func completedFutureCallbacksRunAtOnce() {
+        let ran = Shared(false)
+        Future(1).onValue(on: .none) { _ in ran.mutate { $0 = true } }
+        #expect(ran.value)
+    }
+
+    @Test("cancel aborts a future without continuations and disposes its operation")
+    func cancelAborts() {
+        let operation = Operation<Int>(on: .none)
+        operation.future.cancel()
+        #expect(operation.future.result?.error as? FutureError == .aborted)
+        #expect(operation.disposals.value == 1)
+        operation.succeed(1)  // too late: ignored
+        #expect(operation.future.result?.error as? FutureError == .aborted)
+    }
+
+    @Test("a cancel on a future with a continuation does nothing")
+    func cancelWithContinuationIsIgnored() {
+        let operation = Operation<Int>(on: .none)
+        let child = operation.future.map(on: .none) { $0 + 1 }
+        operation.future.cancel()
+        #expect(!operation.future.isCompleted)
+        #expect(operation.disposals.value == 0)
+        operation.succeed(1)
+        #expect(child.result?.value == 2)
+    }
+
+    @Test("cancelling the last continuation cancels upstream; a parent shared with others survives")
+    func cancelPropagatesUpstream() {
+        let operation = Operation<Int>(on: .none)
+        let leaf = operation.future.map(on: .none) { $0 + 1 }.map(on: .none) { $0 + 1 }
+        leaf.cancel()
+        #expect(operation.future.result?.error as? FutureError == .aborted)
+        #expect(operation.disposals.value == 1)
+
+        let shared = Operation<Int>(on: .none)
+        let first = shared.future.map(on: .none) { $0 }
+        let second = shared.future.map(on: .none) { $0 * 2 }
+        first.cancel()
+        #expect(first.result?.error as? FutureError == .aborted)
+        #expect(!shared.future.isCompleted)
+        shared.succeed(4)
+        #expect(second.result?.value == 8)
+    }
+
+    @Test("cancelling a flatMap after its closure ran cancels the returned future")
+    func cancelReachesTheInnerFuture() {
+        let inner = Operation<Int>(on: .none)
+        let outer = Future(1).flatMap(on: .none) { _ in inner.future }
+        outer.cancel()
+        #expect(inner.future.result?.error as? FutureError == .aborted)
+        #expect(inner.disposals.value == 1)
+    }
+
+    @Test("onCancel runs when the future it returned is cancelled, and not otherwise")
+    func onCancelRuns() {
+        let operation = Operation<Int>(on: .none)
+        let cancelled = Shared(0)
+        let observed = operation.future.onCancel(on: .none) { cancelled.mutate { $0 += 1 } }
+        observed.cancel()
+        #expect(cancelled.value == 1)
+        #expect(operation.future.result?.error as? FutureError == .aborted)
+
+        let completed = Shared(0)
+        Future(1).onCancel(on: .none) { completed.mutate { $0 += 1 } }
+        #expect(completed.value == 0)
+    }
+
+    @Test("disposable cancels on dispose, and a DisposeBag cancels futures added with +=")
+    func disposableCancels() {
+        let operation = Operation<Int>(on: .none)
+        let bag = DisposeBag()
+        bag += operation.future
+        #expect(!operation.future.isCompleted)
+        bag.dispose()
+        #expect(operation.future.result?.error as? FutureError == .aborted)
+    }
+
+    @Test("an operation that releases its completion uncalled fails its future with FutureAbandonedError")
+    func abandonedOperationFails() {
+        let operation = Operation<Int>(on: .none)
+        let observed = operation.future.map(on: .none) { $0 }
+        operation.abandon()
+        #expect(observed.result?.error is FutureAbandonedError)
+        #expect("\(observed.result!.error!)".contains("FutureCoreTests.swift"))
+    }
+
+    @Test("a future's description names its state and, in debug builds, where it was created")
+    func description() {
+        let pending = Future<Int>(.forever)
+        #expect(pending.description.hasPrefix("Future<Int>(pending"))
+        #if DEBUG
+        #expect(pending.description.contains("FutureCoreTests.swift:"))
+        #endif
+        #expect(Future(3).description.contains("success(3)"))
+    }
+
+    @Test("a dropped pending chain frees every future in it")
+    func droppedPendingChainIsFreed() {
+        let count = LiveFutureCount()
+        count.track {
+            let operation = Operation<Int>(on: .none)
+            operation.future.map(on: .none) { $0 + 1 }.onValue(on: .none) { _ in }.flatMap(on: .none) { Future($0) }
+            operation.abandon()
+        }
+        #expect(count.value == 0)
+        count.track {
+            _ = Future<Int>(.forever).map(on: .none) { $0 }
+        }
+        #expect(count.value == 0)
+    }
+
+    @Test("EventLoop.run(until:) runs the loop until the future completes, even from another thread")
+    func runUntil() throws {
+        let loop = EventLoop(name: "test.runUntil")
+        defer { try? loop.close() }
+        let operation = Operation<String>(on: loop.scheduler)
+        DispatchQueue.global().async { loop.execute { } ; DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) { operation.succeed("done") } }
+        let value = try loop.run(until: operation.future)
+        #expect(value == "done")
+        #expect(throws: TestError.self) { try loop.run(until: Future<Int>(error: TestError())) }
+    }
+}
