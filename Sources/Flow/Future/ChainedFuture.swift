@@ -25,14 +25,17 @@ enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
 final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, FutureListener, @unchecked Sendable {
     // @unchecked Sendable: `upstream`, `step` and `scheduler` are immutable; `inner` is guarded by the
     // inherited lock.
-    let upstream: Future<Input>
+    /// Kept for repetition (a fresh run re-derives from a fresh upstream) and for cancellation;
+    /// optional only so that the deinitialiser can move it out.
+    private var upstreamStorage: Future<Input>?
+    var upstream: Future<Input> { upstreamStorage! }
     let step: ChainStep<Input, Output>
     let scheduler: Scheduler
     /// For flatMap steps: the future the step returned, and this future's listener on it.
-    private var inner: (future: Future<Output>, forwarder: Forwarder<Output>)?
+    private var inner: (future: Future<Output>, forwarder: Forwarder<Input, Output>)?
 
     init(upstream: Future<Input>, step: ChainStep<Input, Output>, scheduler: Scheduler, file: StaticString, line: UInt) {
-        self.upstream = upstream
+        upstreamStorage = upstream
         self.step = step
         self.scheduler = scheduler
         super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
@@ -49,14 +52,12 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     deinit {
-        // The upstream is kept for repetition; releasing a long chain must not recurse.
-        if !isKnownUniquelyReferenced(&upstreamForRelease) { return }
-        ThreadContext.current.releaseWithoutRecursion(upstreamForRelease)
-    }
-
-    private var upstreamForRelease: Future<Input> {
-        get { upstream }
-        set {}
+        // Releasing the last reference to a long chain must not recurse: move it to the thread's
+        // release queue. Shared upstreams are simply released.
+        guard isKnownUniquelyReferenced(&upstreamStorage) else { return }
+        let context = ThreadContext.current
+        context.pendingReleases.append(upstreamStorage.take()!)
+        context.drainPendingReleases()
     }
 
     func futureDidComplete(_ result: Result<Input>) {
@@ -145,11 +146,19 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         }
     }
 
-    override func upstreamLink() -> (any CancellableUpstream, AnyObject)? {
+    /// Completes with the result of the future a flatMap step returned, and lets go of it: a finished
+    /// link is not needed for cancellation, and keeping it would chain recursive flatMaps together.
+    func innerDidComplete(with result: Result<Output>) {
+        let finished = withState { _ in inner.take() }
+        complete(with: result)
+        _ = finished
+    }
+
+    override func upstreamLinks() -> [(any CancellableUpstream, AnyObject)] {
         if let inner = withState({ _ in inner }) {
-            return (inner.future, inner.forwarder)
+            return [(inner.future, inner.forwarder)]
         }
-        return (upstream, self)
+        return [(upstream, self)]
     }
 
     override func didCancel() {
@@ -170,12 +179,12 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
 /// Completes a future with another future's result: the listener a flatMap step puts on the future
 /// its closure returned.
-final class Forwarder<Value: Sendable>: FutureListener, Sendable {
-    let target: Future<Value>
+final class Forwarder<Input: Sendable, Output: Sendable>: FutureListener, Sendable {
+    let target: ChainedFuture<Input, Output>
 
-    init(target: Future<Value>) { self.target = target }
+    init(target: ChainedFuture<Input, Output>) { self.target = target }
 
-    func futureDidComplete(_ result: Result<Value>) {
-        target.complete(with: result)
+    func futureDidComplete(_ result: Result<Output>) {
+        target.innerDidComplete(with: result)
     }
 }

@@ -155,20 +155,24 @@ struct OperationRunner<Value: Sendable> {
 
 /// The completion callback's state: completes the future, or fails it with ``FutureAbandonedError``
 /// when released uncalled.
+///
+/// The first call lets go of the future: an operation often keeps its callback (in a request object
+/// its closure captured), and the future keeps its operation for repetition, so holding on would tie
+/// the two together for good.
 final class CompletionToken<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: `future` is immutable and thread-safe; `isUsed` is atomic.
-    let future: Future<Value>
-    let isUsed = Atomic<Bool>(false)
+    // @unchecked Sendable: `future` is guarded by `lock`.
+    private let lock = FutureLock()
+    private var future: Future<Value>?
 
     init(_ future: Future<Value>) { self.future = future }
 
     func complete(with result: Result<Value>) {
-        isUsed.store(true, ordering: .relaxed)
-        future.complete(with: result)
+        let future = lock.withLock { self.future.take() }
+        future?.complete(with: result)
     }
 
     deinit {
-        guard !isUsed.load(ordering: .relaxed), !future.isCompleted else { return }
+        guard let future, !future.isCompleted else { return }
         #if DEBUG
         let site = future.creationSite
         #else

@@ -58,9 +58,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     var recipeStorage: OperationRecipe<Value>?
 
     #if DEBUG
-    /// Where this future was created, for descriptions and abandonment errors.
-    let creationSite: String
+    let creationFile: StaticString
+    let creationLine: UInt
     let liveCountScope: LiveFutureCount?
+
+    /// Where this future was created, for descriptions and abandonment errors.
+    var creationSite: String { "\(creationFile):\(creationLine)" }
     #endif
 
     /// Creates a future holding `result`, or a pending one when `result` is `nil`.
@@ -68,7 +71,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     init(initialResult result: Result<Value>?, file: StaticString, line: UInt, countedLike relative: LiveFutureCount? = nil) {
         lockedState = State(result: result)
         #if DEBUG
-        creationSite = "\(file):\(line)"
+        creationFile = file
+        creationLine = line
         liveCountScope = LiveFutureCount.current ?? relative
         liveCountScope?.increment()
         #endif
@@ -96,16 +100,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         liveCountScope?.decrement()
         #endif
         // A pending future dropped with its continuations releases them without recursing down a
-        // long chain (see `ThreadContext.releaseWithoutRecursion`).
-        let listeners = withState { state -> (first: (any FutureListener<Value>)?, others: [any FutureListener<Value>]) in
-            let taken = (state.firstListener, state.otherListeners)
-            state.firstListener = nil
-            state.otherListeners = []
-            return taken
-        }
-        if let first = listeners.first {
-            ThreadContext.current.releaseWithoutRecursion(first)
-            for other in listeners.others { ThreadContext.current.releaseWithoutRecursion(other) }
+        // long chain (see `ThreadContext.pendingReleases`). Nothing else references this future now,
+        // so its state needs no lock.
+        if lockedState.firstListener != nil {
+            let context = ThreadContext.current
+            context.pendingReleases.append(lockedState.firstListener.take()!)
+            while !lockedState.otherListeners.isEmpty {
+                context.pendingReleases.append(lockedState.otherListeners.removeLast())
+            }
+            context.drainPendingReleases()
         }
     }
 
@@ -204,11 +207,17 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// ```
     public final func cancel() {
         guard cancelIfUnobserved() else { return }
-        // Walk upstream iteratively: a cancelled million-step chain must not recurse.
-        var link = upstreamLink()
-        while let (upstream, listener) = link {
-            guard upstream.removeListenerAndCancelIfUnobserved(listener) else { break }
-            link = upstream.upstreamLink()
+        Future.cancelUpstream(of: self)
+    }
+
+    /// Detaches `cancelled` from what it waits on, cancelling each upstream future left unobserved, and
+    /// so on up. Iterative: a cancelled million-step chain must not recurse.
+    static func cancelUpstream(of cancelled: any CancellableUpstream) {
+        var pending = cancelled.upstreamLinks()
+        while let (upstream, listener) = pending.popLast() {
+            if upstream.removeListenerAndCancelIfUnobserved(listener) {
+                pending.append(contentsOf: upstream.upstreamLinks())
+            }
         }
     }
 
@@ -232,8 +241,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Called once after this future was cancelled by ``cancel()`` (directly or from downstream).
     func didCancel() {}
 
-    /// The future this one waits on and the listener it registered there, for cancellation.
-    func upstreamLink() -> (any CancellableUpstream, AnyObject)? { nil }
+    /// The futures this one waits on and the listener it registered on each, for cancellation.
+    func upstreamLinks() -> [(any CancellableUpstream, AnyObject)] { [] }
 
     /// A ``Disposable`` that cancels this future when disposed (and does nothing when released).
     ///
@@ -309,7 +318,7 @@ protocol CancellableUpstream: AnyObject {
     ///
     /// - Returns: whether this future was cancelled.
     func removeListenerAndCancelIfUnobserved(_ listener: AnyObject) -> Bool
-    func upstreamLink() -> (any CancellableUpstream, AnyObject)?
+    func upstreamLinks() -> [(any CancellableUpstream, AnyObject)]
 }
 
 /// The disposable of ``Future/disposable``.

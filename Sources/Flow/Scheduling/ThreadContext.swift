@@ -88,19 +88,20 @@ final class ThreadContext {
         }
     }
 
-    /// Objects waiting to be released by ``releaseWithoutRecursion(_:)``.
+    /// References moved here by a deinitialiser, to be dropped by ``drainPendingReleases()``.
+    ///
+    /// Dropping the head of a million-link chain would otherwise release the links one inside the
+    /// other and overflow the stack. A deinitialiser moves its links here (the move must leave this
+    /// array holding the last reference) and calls ``drainPendingReleases()``; only the outermost
+    /// drain on the thread runs, so the links are released one after another.
     var pendingReleases: [AnyObject] = []
     var isReleasing = false
 
-    /// Releases `object` here, unless a release is already under way on this thread: then it is
-    /// queued and released by that one. Dropping the head of a million-link chain thus releases the
-    /// links one after another instead of one inside the other (which would overflow the stack).
-    func releaseWithoutRecursion(_ object: AnyObject) {
-        pendingReleases.append(object)
+    func drainPendingReleases() {
         guard !isReleasing else { return }
         isReleasing = true
         while !pendingReleases.isEmpty {
-            // Popping drops the last reference here, at this depth; nested releases only append.
+            // The popped reference is dropped here, at this depth; nested deinitialisers only append.
             _ = pendingReleases.removeLast()
         }
         isReleasing = false

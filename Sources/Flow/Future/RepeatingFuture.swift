@@ -1,0 +1,268 @@
+/// When a repeating future runs its operation again.
+struct RepeatPolicy<Value: Sendable>: Sendable {
+    /// Seconds to wait between the end of one execution and the start of the next; nil or 0: none.
+    let delay: Double?
+    /// Re-runs allowed after the first execution; nil: no limit.
+    let maxRepetitions: Int?
+    /// Decides, for a result, whether to run again (a future, so the decision may take time: a retry
+    /// prompt, a backoff computation).
+    let shouldRepeat: @Sendable (Result<Value>) -> Future<Bool>
+    /// Seconds to wait before re-run number `repetition` (1-based); overrides `delay` when set.
+    let delayForRepetition: (@Sendable (Int) -> Double)?
+
+    func delay(beforeRepetition repetition: Int) -> Double {
+        delayForRepetition?(repetition) ?? delay ?? 0
+    }
+}
+
+/// The future of `onErrorRepeat` / `onResultRepeat`: runs its upstream (the original, then fresh runs
+/// of it) until the policy says stop, and completes with the last result.
+final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @unchecked Sendable {
+    // @unchecked Sendable: `original`, `policy` and `scheduler` are immutable; `attempt`,
+    // `repetitions` and `pendingStep` are guarded by the inherited lock.
+    let original: Future<Value>
+    let policy: RepeatPolicy<Value>
+    let scheduler: Scheduler
+    private var attempt: Future<Value>
+    private var repetitions = 0
+    /// The delay or the predicate's future between two executions, for cancellation.
+    private var pendingStep: Disposable?
+
+    private init(original: Future<Value>, policy: RepeatPolicy<Value>, scheduler: Scheduler, file: StaticString, line: UInt) {
+        self.original = original
+        self.policy = policy
+        self.scheduler = scheduler
+        attempt = original
+        super.init(initialResult: nil, file: file, line: line, countedLike: original.liveCount)
+    }
+
+    static func make(_ original: Future<Value>, policy: RepeatPolicy<Value>, scheduler: Scheduler, file: StaticString, line: UInt) -> RepeatingFuture {
+        if let maximum = policy.maxRepetitions {
+            precondition(maximum >= 0, "onErrorRepeat/onResultRepeat: maxRepetitions must be 0 or more, not \(maximum)")
+        }
+        let future = RepeatingFuture(original: original, policy: policy, scheduler: scheduler, file: file, line: line)
+        original.addListener(future)
+        return future
+    }
+
+    func futureDidComplete(_ result: Result<Value>) {
+        let mayRepeat = withState { state -> Bool in
+            guard state.result == nil else { return false }
+            return policy.maxRepetitions.map { repetitions < $0 } ?? true
+        }
+        guard mayRepeat else {
+            complete(with: result)
+            return
+        }
+        // The predicate runs on the scheduler captured when repetition was requested.
+        let decision = policy.shouldRepeat(result)
+        if let decided = decision.result {
+            decide(decided, for: result)
+        } else {
+            withState { _ in pendingStep = decision.disposable }
+            decision.addListener(DecisionListener { [self] decided in decide(decided, for: result) })
+        }
+    }
+
+    private func decide(_ decision: Result<Bool>, for result: Result<Value>) {
+        guard decision.value == true else {
+            complete(with: result)  // a false or failing predicate ends with the last result
+            return
+        }
+        let repetition = withState { _ in
+            repetitions += 1
+            return repetitions
+        }
+        let delay = policy.delay(beforeRepetition: repetition)
+        if delay > 0 {
+            let timer = scheduler.async(after: delay) { [self] in startAttempt() }
+            let stillPending = withState { state -> Bool in
+                guard state.result == nil else { return false }
+                pendingStep = timer
+                return true
+            }
+            if !stillPending { timer.dispose() }
+        } else {
+            startAttempt()
+        }
+    }
+
+    private func startAttempt() {
+        let fresh = original.makeFresh()
+        let stillPending = withState { state -> Bool in
+            guard state.result == nil else { return false }
+            attempt = fresh
+            pendingStep = nil
+            return true
+        }
+        if stillPending {
+            fresh.addListener(self)
+        } else {
+            fresh.cancel()
+        }
+    }
+
+    override func didCancel() {
+        let step = withState { _ -> Disposable? in
+            let step = pendingStep
+            pendingStep = nil
+            return step
+        }
+        step?.dispose()
+    }
+
+    override func upstreamLinks() -> [(any CancellableUpstream, AnyObject)] {
+        [(withState { _ in attempt }, self)]
+    }
+
+    override func makeFresh() -> Future<Value> {
+        RepeatingFuture.make(original.makeFresh(), policy: policy, scheduler: scheduler, file: "(repetition)", line: 0)
+    }
+}
+
+/// Hands a predicate's decision to a repeating future.
+private final class DecisionListener: FutureListener, Sendable {
+    let decide: @Sendable (Result<Bool>) -> Void
+
+    init(_ decide: @escaping @Sendable (Result<Bool>) -> Void) { self.decide = decide }
+
+    func futureDidComplete(_ result: Result<Bool>) { decide(result) }
+}
+
+extension Future {
+    /// A future that runs this future's operation again when it fails, until it succeeds, `predicate`
+    /// says no, or `maxRepetitions` re-runs have been made; it completes with the last result.
+    ///
+    /// A repetition re-runs the whole upstream operation: every step this future derives from. Futures
+    /// created outside an operation run again only if moved inside it with a ``Mover``.
+    ///
+    /// ```swift
+    /// data(at: url).onErrorRepeat(delayBetweenRepetitions: 2, maxRepetitions: 3)   // runs at most 4 times
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - delayBetweenRepetitions: seconds to wait before each re-run, on the current scheduler's timer.
+    ///   - maxRepetitions: re-runs allowed after the first execution (nil: no limit; below 0: a
+    ///     precondition failure).
+    ///   - predicate: whether to repeat after an error; runs on the current scheduler.
+    @discardableResult
+    public final func onErrorRepeat(
+        delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
+    ) -> Future<Value> {
+        let scheduler = Scheduler.current
+        return RepeatingFuture.make(self, policy: RepeatPolicy(
+            delay: delayBetweenRepetitions, maxRepetitions: maxRepetitions,
+            shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
+            delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
+    }
+
+    /// A future that runs this future's operation again when it fails, for as long as the future
+    /// `predicate` returns succeeds with `true`: for decisions that take time, such as asking the user.
+    ///
+    /// ```swift
+    /// data(at: url).onErrorRepeat { error in showRetryAlert(for: error) }
+    /// ```
+    @discardableResult
+    public final func onErrorRepeat(
+        maxRepetitions: Int? = nil, file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @Sendable (Error) -> Future<Bool>
+    ) -> Future<Value> {
+        let scheduler = Scheduler.current
+        return RepeatingFuture.make(self, policy: RepeatPolicy(
+            delay: nil, maxRepetitions: maxRepetitions,
+            shouldRepeat: { result in
+                guard let error = result.error else { return Future<Bool>(false) }
+                return Future<Bool>.decide(on: scheduler) { predicate(error) }
+            },
+            delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
+    }
+
+    /// A future that runs this future's operation again after any result for which `predicate` says
+    /// so, at most `maxRepetitions` times; it completes with the last result.
+    ///
+    /// ```swift
+    /// pollStatus().onResultRepeat(delayBetweenRepetitions: 1) { $0.value?.isFinished == false }
+    /// ```
+    @discardableResult
+    public final func onResultRepeat(
+        delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @Sendable (Result<Value>) -> Bool
+    ) -> Future<Value> {
+        let scheduler = Scheduler.current
+        return RepeatingFuture.make(self, policy: RepeatPolicy(
+            delay: delayBetweenRepetitions, maxRepetitions: maxRepetitions,
+            shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { predicate(result) } },
+            delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
+    }
+
+    /// A future that runs this future's operation again after any result for which the future
+    /// `predicate` returns succeeds with `true`.
+    @discardableResult
+    public final func onResultRepeat(
+        maxRepetitions: Int? = nil, file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @Sendable (Result<Value>) -> Future<Bool>
+    ) -> Future<Value> {
+        let scheduler = Scheduler.current
+        return RepeatingFuture.make(self, policy: RepeatPolicy(
+            delay: nil, maxRepetitions: maxRepetitions,
+            shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { predicate(result) } },
+            delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
+    }
+
+    /// A future that runs this future's operation `repeatCount` more times after the first, one after
+    /// another, and collects every value in order; fails at the first error.
+    ///
+    /// ```swift
+    /// sample().repeatAndCollect(repeatCount: 4, delayBetweenRepetitions: 0.1)   // five samples
+    /// ```
+    @discardableResult
+    public final func repeatAndCollect(repeatCount: Int, delayBetweenRepetitions: Double? = nil) -> Future<[Value]> {
+        precondition(repeatCount >= 0, "repeatAndCollect: repeatCount must be 0 or more, not \(repeatCount)")
+        let collected = CollectedValues<Value>()
+        return map(on: .none) { value -> Value in
+            collected.append(value)
+            return value
+        }
+        .onResultRepeat(delayBetweenRepetitions: delayBetweenRepetitions, maxRepetitions: repeatCount) { result in
+            result.value != nil
+        }
+        .map(on: .none) { _ in collected.take() }
+    }
+}
+
+extension Future where Value == Bool {
+    /// A future of `decision`'s answer, computed on `scheduler` (at once when already there).
+    static func decide(on scheduler: Scheduler, _ decision: @escaping @Sendable () -> Bool) -> Future<Bool> {
+        if scheduler.isImmediate { return Future(decision()) }
+        return Future(on: scheduler, file: #fileID, line: #line, operationWithMover: { completion, _ in
+            completion(.success(decision()))
+            return NilDisposer()
+        })
+    }
+
+    /// A future of the future `decision` returns, created on `scheduler`.
+    static func decide(on scheduler: Scheduler, _ decision: @escaping @Sendable () -> Future<Bool>) -> Future<Bool> {
+        if scheduler.isImmediate { return decision() }
+        return Future(true).flatMap(on: scheduler) { _ in decision() }
+    }
+}
+
+/// The values `repeatAndCollect` has gathered so far.
+private final class CollectedValues<Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `values` is guarded by `lock`.
+    private let lock = FutureLock()
+    private var values: [Value] = []
+
+    func append(_ value: Value) { lock.withLock { values.append(value) } }
+
+    func take() -> [Value] {
+        lock.withLock {
+            let taken = values
+            values = []
+            return taken
+        }
+    }
+}
