@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "FlowTimers", targets: ["FlowTimers"]),
         .library(name: "FlowTesting", targets: ["FlowTesting"]),
         .library(name: "Deferred", targets: ["Deferred"]),
+        .library(name: "FlowNet", targets: ["FlowNet"]),
     ],
     targets: [
         // libuv, as the system provides it (Debian: libuv1-dev).
@@ -26,15 +27,21 @@ let package = Package(
         .target(name: "FlowTesting", dependencies: ["Flow"]),
         // Big Nerd Ranch's Deferred API on top of Flow's schedulers.
         .target(name: "Deferred", dependencies: ["Flow"]),
+        // TCP on the loop: listen, accept, connect, read, write with back-pressure.
+        .target(name: "FlowNet", dependencies: ["Flow", "CLibUV"]),
 
         // Programs: `swift run <Name>`.
         .executableTarget(name: "Tour", dependencies: ["Flow"], path: "Examples/Tour"),
+        .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
+        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet"], path: "Examples/HTTPHello"),
+        .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
 
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
         .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe"]),
         .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow"]),
         .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow"]),
+        .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,1 @@
+print("This example is being written.")

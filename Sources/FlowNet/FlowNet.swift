@@ -1,0 +1,1 @@
+// The FlowNet module; its contents are being written.
