@@ -81,7 +81,7 @@ struct EventLoopTests {
         let started = DispatchSemaphore(value: 0)
         let returned = DispatchSemaphore(value: 0)
         let runError = Shared<EventLoopError?>(nil)
-        Thread.detach {
+        BackgroundThread.detach {
             loop.execute { started.signal() }
             do throws(EventLoopError) { try loop.run() } catch { runError.mutate { $0 = error } }
             returned.signal()
@@ -211,7 +211,7 @@ struct EventLoopTests {
 }
 
 /// Starts a detached thread (a test-only convenience).
-enum Thread {
+enum BackgroundThread {
     static func detach(_ body: @escaping @Sendable () -> Void) {
         DispatchQueue.global().async(execute: body)
     }
