@@ -418,6 +418,26 @@ public final class EventLoop: @unchecked Sendable {
         return isMainLoop && MainThread.isMainContext(context)
     }
 
+    /// libuv's loop, for code that creates its own libuv handles on this loop (the TCP layer, for
+    /// one). Use it only in the loop's context (see ``assertInLoopContext(_:file:line:)``), and give
+    /// each handle an owner that lives until the handle's close callback has run.
+    public var unsafeLoopPointer: UnsafeMutablePointer<uv_loop_t> {
+        uvLoop
+    }
+
+    /// Stops the program with a message unless the caller runs in this loop's context: for APIs that
+    /// touch libuv, which is single-threaded.
+    public func assertInLoopContext(_ caller: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
+        precondition(isInLoopContext, "\(caller()): must be called on the loop '\(name)' (its thread, or its callbacks), not from another thread", file: file, line: line)
+    }
+
+    /// Tells a loop driven by the Dispatch main queue that libuv state changed outside `uv_run`
+    /// (a handle started, a timer armed), so that it runs libuv once to pick the change up. Needed only
+    /// for handles created with ``unsafeLoopPointer`` on ``EventLoop/main``; harmless elsewhere.
+    public func libuvStateDidChange() {
+        mainQueueEmbedding?.loopDidChange()
+    }
+
     // MARK: The main queue
 
     /// While the main thread runs the main loop, the loop also runs `DispatchQueue.main`'s work: it
