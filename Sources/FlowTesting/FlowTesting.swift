@@ -1,1 +1,0 @@
-// The FlowTesting module; its contents are being written.
