@@ -3,7 +3,7 @@ import Flow
 import FlowTesting
 import Testing
 
-@Suite("Future combinators: join and select")
+@Suite("Future combinators: join and select", .checksLiveFutures)
 struct FutureCombinatorTests {
     @Test("join waits for every future and keeps input order; [] gives []")
     func joinKeepsOrder() {
@@ -39,6 +39,7 @@ struct FutureCombinatorTests {
         let notCancelling = join([kept.future, Future(error: TestError())], cancelNonCompleted: false)
         #expect(notCancelling.result?.error is TestError)
         #expect(!kept.future.isCompleted)
+        kept.succeed(0)  // an operation still in flight rightly keeps its future alive
     }
 
     @Test("select completes with the first result as Either and cancels the loser unless asked not to")
@@ -54,6 +55,7 @@ struct FutureCombinatorTests {
         let kept = select(survivor.future, or: Future("now"), cancelNonCompleted: false)
         #expect(kept.result?.value == Either<Int, String>.right("now"))
         #expect(!survivor.future.isCompleted)
+        survivor.succeed(0)
 
         let alreadyDone = Operation<Int>(on: .none)
         let firstOfMany = select(between: [Future(1), alreadyDone.future])
@@ -80,7 +82,7 @@ struct FutureCombinatorTests {
     }
 }
 
-@Suite("Future repetition")
+@Suite("Future repetition", .checksLiveFutures)
 struct FutureRepeatTests {
     /// Runs `body` on a virtual-time scheduler (repetition decides on the scheduler current where it
     /// was requested), then runs that scheduler until it has nothing left to do.
@@ -216,7 +218,7 @@ struct FutureRepeatTests {
     }
 }
 
-@Suite("Future timing helpers, on virtual time")
+@Suite("Future timing helpers, on virtual time", .checksLiveFutures)
 struct FutureTimeTests {
     @Test("delay(by:) completes after the delay; replace(with:after:) times out and cancels the original")
     func delayAndReplace() {
@@ -267,7 +269,7 @@ struct FutureTimeTests {
     }
 }
 
-@Suite("Future stack safety and threads")
+@Suite("Future stack safety and threads", .checksLiveFutures)
 struct FutureStressTests {
     @Test("a 1,000,000-link map chain builds, completes and is released without overflowing the stack")
     func millionLinkMapChain() {

@@ -6,7 +6,8 @@ struct TestError: Error, Equatable {
     var code = 1
 }
 
-/// A future whose completion the test controls, the way an operation would.
+/// A future whose completion the test controls, the way an operation would. Like a well-behaved
+/// operation, it lets go of its completion callback once disposed (completed or cancelled).
 final class Operation<Value: Sendable>: Sendable {
     let future: Future<Value>
     private let completion: Shared<(@Sendable (Result<Value>) -> Void)?>
@@ -21,18 +22,27 @@ final class Operation<Value: Sendable>: Sendable {
         future = Future(on: scheduler) { done in
             starts.mutate { $0 += 1 }
             completion.mutate { $0 = done }
-            return Disposer { disposals.mutate { $0 += 1 } }
+            return Disposer {
+                disposals.mutate { $0 += 1 }
+                // Dropped outside the lock: dropping it may complete the future, which disposes this.
+                let dropped = completion.mutate { $0.take() }
+                _ = dropped
+            }
         }
     }
 
-    func complete(_ result: Result<Value>) { completion.value!(result) }
+    /// Calls the completion callback, if the operation still has it.
+    func complete(_ result: Result<Value>) { completion.value?(result) }
     func succeed(_ value: Value) { complete(.success(value)) }
     func fail(_ error: Error) { complete(.failure(error)) }
     /// Drops the completion callback without calling it.
-    func abandon() { completion.mutate { $0 = nil } }
+    func abandon() {
+        let dropped = completion.mutate { $0.take() }
+        _ = dropped
+    }
 }
 
-@Suite("Future basics")
+@Suite("Future basics", .checksLiveFutures)
 struct FutureCoreTests {
     @Test("a future runs its operation once, at once, and keeps its result")
     func operationRunsOnce() {

@@ -68,3 +68,26 @@ func runProbe(_ scenario: String) throws -> ProbeRun {
         output: String(decoding: outputData, as: UTF8.self),
         errorOutput: String(decoding: errorData, as: UTF8.self))
 }
+
+/// Checks that every future a test created (and every future derived from those) has been freed
+/// when the test ends: a leak check on each test of a suite.
+struct ChecksLiveFutures: TestTrait, SuiteTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        guard testCase != nil else {
+            try await function()
+            return
+        }
+        let count = LiveFutureCount()
+        try await count.track { try await function() }
+        #expect(count.value == 0, "futures created by the test are still alive when it ends")
+    }
+}
+
+extension Trait where Self == ChecksLiveFutures {
+    /// Fails a test that leaves futures alive when it ends.
+    static var checksLiveFutures: ChecksLiveFutures { ChecksLiveFutures() }
+}

@@ -32,7 +32,8 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     let step: ChainStep<Input, Output>
     let scheduler: Scheduler
     /// For flatMap steps: the future the step returned, and this future's listener on it.
-    private var inner: (future: Future<Output>, forwarder: Forwarder<Input, Output>)?
+    /// (The forwarder is named by identity: it refers to this future, so holding it would be a cycle.)
+    private var inner: (future: Future<Output>, forwarder: ObjectIdentifier)?
 
     init(upstream: Future<Input>, step: ChainStep<Input, Output>, scheduler: Scheduler, file: StaticString, line: UInt) {
         upstreamStorage = upstream
@@ -136,7 +137,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         let forwarder = Forwarder(target: self)
         let isStillPending = withState { state -> Bool in
             guard state.result == nil else { return false }
-            inner = (future, forwarder)
+            inner = (future, ObjectIdentifier(forwarder))
             return true
         }
         if isStillPending {
@@ -154,11 +155,11 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         _ = finished
     }
 
-    override func upstreamLinks() -> [(any CancellableUpstream, AnyObject)] {
+    override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
         if let inner = withState({ _ in inner }) {
             return [(inner.future, inner.forwarder)]
         }
-        return [(upstream, self)]
+        return [(upstream, ObjectIdentifier(self))]
     }
 
     override func didCancel() {

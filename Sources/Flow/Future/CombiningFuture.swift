@@ -2,7 +2,7 @@
 struct CombinedInput: Sendable {
     let upstream: any CancellableUpstream & Sendable
     /// Registers a listener that reports the input's result to `combiner` as slot `index`.
-    let attach: @Sendable (_ combiner: any SlotReceiver, _ index: Int) -> AnyObject
+    let attach: @Sendable (_ combiner: any SlotReceiver, _ index: Int) -> ObjectIdentifier
     /// The same input, run again (for repetition).
     let fresh: @Sendable () -> CombinedInput
 
@@ -11,7 +11,7 @@ struct CombinedInput: Sendable {
         attach = { combiner, index in
             let slot = CombinedSlot<Value>(combiner: combiner, index: index)
             future.addListener(slot)
-            return slot
+            return ObjectIdentifier(slot)
         }
         fresh = { CombinedInput(future.makeFresh()) }
     }
@@ -91,7 +91,9 @@ final class CombiningFuture<Output: Sendable>: Future<Output>, SlotReceiver, @un
     let rule: CombineRule<Output>
     let cancelNonCompleted: Bool
     private var machine: CombineStateMachine
-    private var slots: [AnyObject] = []
+    /// Each input's listener, by identity (the listeners refer to this future: holding them would be
+    /// a cycle).
+    private var slots: [ObjectIdentifier] = []
     /// The input whose result decided the outcome (a failure, or a select's winner).
     private var decidedIndex: Int?
 
@@ -153,7 +155,7 @@ final class CombiningFuture<Output: Sendable>: Future<Output>, SlotReceiver, @un
         }
     }
 
-    override func upstreamLinks() -> [(any CancellableUpstream, AnyObject)] {
+    override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
         let slots = withState { _ in self.slots }
         return zip(inputs, slots).map { ($0.upstream, $1) }
     }

@@ -213,6 +213,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Detaches `cancelled` from what it waits on, cancelling each upstream future left unobserved, and
     /// so on up. Iterative: a cancelled million-step chain must not recurse.
     static func cancelUpstream(of cancelled: any CancellableUpstream) {
+        // Listeners are named by identity: holding them here would keep them alive.
         var pending = cancelled.upstreamLinks()
         while let (upstream, listener) = pending.popLast() {
             if upstream.removeListenerAndCancelIfUnobserved(listener) {
@@ -242,7 +243,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     func didCancel() {}
 
     /// The futures this one waits on and the listener it registered on each, for cancellation.
-    func upstreamLinks() -> [(any CancellableUpstream, AnyObject)] { [] }
+    func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] { [] }
 
     /// A ``Disposable`` that cancels this future when disposed (and does nothing when released).
     ///
@@ -268,18 +269,18 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 }
 
 extension Future: CancellableUpstream {
-    final func removeListenerAndCancelIfUnobserved(_ listener: AnyObject) -> Bool {
+    final func removeListenerAndCancelIfUnobserved(_ listener: ObjectIdentifier) -> Bool {
         let isUnobserved = withState { state -> Bool in
             guard state.result == nil else { return false }
             if state.isForever {
                 state.foreverObserverCount -= 1
-            } else if let first = state.firstListener, first === listener {
+            } else if let first = state.firstListener, ObjectIdentifier(first) == listener {
                 if state.otherListeners.isEmpty {
                     state.firstListener = nil
                 } else {
                     state.firstListener = state.otherListeners.removeFirst()
                 }
-            } else if let index = state.otherListeners.firstIndex(where: { $0 === listener }) {
+            } else if let index = state.otherListeners.firstIndex(where: { ObjectIdentifier($0) == listener }) {
                 state.otherListeners.remove(at: index)
             }
             return !state.hasListeners
@@ -317,8 +318,8 @@ protocol CancellableUpstream: AnyObject {
     /// Removes `listener`; if that leaves this future pending with no continuation, cancels it.
     ///
     /// - Returns: whether this future was cancelled.
-    func removeListenerAndCancelIfUnobserved(_ listener: AnyObject) -> Bool
-    func upstreamLinks() -> [(any CancellableUpstream, AnyObject)]
+    func removeListenerAndCancelIfUnobserved(_ listener: ObjectIdentifier) -> Bool
+    func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)]
 }
 
 /// The disposable of ``Future/disposable``.

@@ -19,14 +19,16 @@ struct RepeatPolicy<Value: Sendable>: Sendable {
 /// of it) until the policy says stop, and completes with the last result.
 final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @unchecked Sendable {
     // @unchecked Sendable: `original`, `policy` and `scheduler` are immutable; `attempt`,
-    // `repetitions` and `pendingStep` are guarded by the inherited lock.
+    // `repetitions`, `pendingDelay` and `pendingDecision` are guarded by the inherited lock.
     let original: Future<Value>
     let policy: RepeatPolicy<Value>
     let scheduler: Scheduler
     private var attempt: Future<Value>
     private var repetitions = 0
-    /// The delay or the predicate's future between two executions, for cancellation.
-    private var pendingStep: Disposable?
+    /// The delay between two executions, for cancellation.
+    private var pendingDelay: Disposable?
+    /// The predicate's pending decision and this future's listener on it, for cancellation.
+    private var pendingDecision: (future: any CancellableUpstream, listener: ObjectIdentifier)?
 
     private init(original: Future<Value>, policy: RepeatPolicy<Value>, scheduler: Scheduler, file: StaticString, line: UInt) {
         self.original = original
@@ -59,12 +61,23 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         if let decided = decision.result {
             decide(decided, for: result)
         } else {
-            withState { _ in pendingStep = decision.disposable }
-            decision.addListener(DecisionListener { [self] decided in decide(decided, for: result) })
+            let listener = DecisionListener { [self] decided in decide(decided, for: result) }
+            let stillPending = withState { state -> Bool in
+                guard state.result == nil else { return false }
+                pendingDecision = (decision, ObjectIdentifier(listener))
+                return true
+            }
+            guard stillPending else { return }
+            decision.addListener(listener)
         }
     }
 
     private func decide(_ decision: Result<Bool>, for result: Result<Value>) {
+        let stillPending = withState { state -> Bool in
+            pendingDecision = nil
+            return state.result == nil
+        }
+        guard stillPending else { return }
         guard decision.value == true else {
             complete(with: result)  // a false or failing predicate ends with the last result
             return
@@ -78,7 +91,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             let timer = scheduler.async(after: delay) { [self] in startAttempt() }
             let stillPending = withState { state -> Bool in
                 guard state.result == nil else { return false }
-                pendingStep = timer
+                pendingDelay = timer
                 return true
             }
             if !stillPending { timer.dispose() }
@@ -88,11 +101,13 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     private func startAttempt() {
+        // Checked before starting: a repetition cancelled during its delay must not run again.
+        guard !isCompleted else { return }
         let fresh = original.makeFresh()
         let stillPending = withState { state -> Bool in
             guard state.result == nil else { return false }
             attempt = fresh
-            pendingStep = nil
+            pendingDelay = nil
             return true
         }
         if stillPending {
@@ -103,16 +118,15 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     override func didCancel() {
-        let step = withState { _ -> Disposable? in
-            let step = pendingStep
-            pendingStep = nil
-            return step
+        let (delay, decision) = withState { _ in (pendingDelay.take(), pendingDecision.take()) }
+        delay?.dispose()
+        if let decision, decision.future.removeListenerAndCancelIfUnobserved(decision.listener) {
+            Future<Value>.cancelUpstream(of: decision.future)
         }
-        step?.dispose()
     }
 
-    override func upstreamLinks() -> [(any CancellableUpstream, AnyObject)] {
-        [(withState { _ in attempt }, self)]
+    override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
+        [(withState { _ in attempt }, ObjectIdentifier(self))]
     }
 
     override func makeFresh() -> Future<Value> {
@@ -156,6 +170,25 @@ extension Future {
             delay: delayBetweenRepetitions, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
             delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
+    }
+
+    /// A future that runs this future's operation again when it fails, waiting before re-run number
+    /// `n` (counted from 1) the seconds `delayBeforeRepetition(n)` returns: for backoff strategies.
+    ///
+    /// ```swift
+    /// fetch().onErrorRepeat(maxRepetitions: 5, delayBeforeRepetition: { n in min(30, pow(2, Double(n))) })
+    /// ```
+    @discardableResult
+    public final func onErrorRepeat(
+        maxRepetitions: Int? = nil, delayBeforeRepetition: @escaping @Sendable (Int) -> Double,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
+    ) -> Future<Value> {
+        let scheduler = Scheduler.current
+        return RepeatingFuture.make(self, policy: RepeatPolicy(
+            delay: nil, maxRepetitions: maxRepetitions,
+            shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
+            delayForRepetition: delayBeforeRepetition), scheduler: scheduler, file: file, line: line)
     }
 
     /// A future that runs this future's operation again when it fails, for as long as the future
