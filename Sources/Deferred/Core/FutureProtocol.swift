@@ -1,0 +1,95 @@
+import Dispatch
+
+/// The reading side of a value that becomes known later: a ``Deferred``, a ``Future``, a ``Task``,
+/// or a type of your own.
+///
+/// A conforming type provides ``upon(_:execute:)`` and ``peek()``; ``wait(until:)`` has a default.
+/// In return it gets every algorithm of this library: ``map(upon:transform:)``,
+/// ``andThen(upon:start:)``, ``and(_:)``, ``ignored()``, ``every(per:)``, ``eraseToFuture()``.
+///
+/// ```swift
+/// let name: Future<String> = fetchUser(id).map { $0.name }
+/// name.upon(.main) { label.text = $0 }
+/// ```
+public protocol FutureProtocol<Value>: CustomDebugStringConvertible, Sendable {
+    /// The type of the value this future is filled with.
+    associatedtype Value: Sendable
+
+    /// Calls `body` with the value once it is known, by submitting it to `executor`.
+    ///
+    /// Closures are submitted in the order they were given; on a serial executor they therefore run
+    /// in that order. A closure is released once it has been submitted and run.
+    ///
+    /// - Parameters:
+    ///   - executor: where `body` runs.
+    ///   - body: the work to do with the value.
+    func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void)
+
+    /// The value, if it is known already; `nil` otherwise. Never blocks.
+    func peek() -> Value?
+
+    /// Blocks the calling thread until the value is known or `time` has come, and returns it, or
+    /// `nil` at the deadline.
+    ///
+    /// Waiting on the thread of a running event loop for a value that is not there yet stops the
+    /// program with a message: the loop could not run the work that fills the value, so the wait
+    /// would deadlock it.
+    func wait(until time: DispatchTime) -> Value?
+}
+
+extension FutureProtocol {
+    /// Calls `body` with the value once it is known, on the default executor: the scheduler the
+    /// caller executes on (its event loop, say), or else a concurrent background queue.
+    ///
+    /// ```swift
+    /// deferredResult.upon { result in
+    ///     print("got \(result)")
+    /// }
+    /// ```
+    @inlinable
+    public func upon(execute body: @escaping @Sendable (Value) -> Void) {
+        upon(defaultExecutor(), execute: body)
+    }
+
+    /// Calls `body` with the value once it is known, on `queue`.
+    ///
+    /// ```swift
+    /// friends.upon(.main) { friends in tableView.reloadData() }
+    /// ```
+    @inlinable
+    public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
+        upon(queue as any Executor, execute: body)
+    }
+
+    /// Whether the value is known.
+    @inlinable
+    public var isFilled: Bool {
+        peek() != nil
+    }
+
+    /// Blocks until the value is known or `time` has come; see the requirement's documentation.
+    public func wait(until time: DispatchTime) -> Value? {
+        if let value = peek() {
+            return value
+        }
+        preconditionWaitingDoesNotBlockLoop("wait(until:)")
+        let filled = DispatchSemaphore(value: 0)
+        upon(InlineExecutor.shared) { _ in filled.signal() }
+        guard filled.wait(timeout: time) == .success else {
+            return peek()
+        }
+        return peek()
+    }
+}
+
+extension FutureProtocol {
+    /// Describes the future and its value for debugging: `Deferred(42)`, `Future(not filled)`.
+    public var debugDescription: String {
+        let typeName = String(describing: Self.self)
+        let baseName = typeName.firstIndex(of: "<").map { String(typeName[..<$0]) } ?? typeName
+        guard let value = peek() else {
+            return "\(baseName)(not filled)"
+        }
+        return "\(baseName)(\(String(reflecting: value)))"
+    }
+}

@@ -1,1 +1,0 @@
-// The Deferred module; its contents are being written.

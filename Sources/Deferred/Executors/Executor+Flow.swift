@@ -1,0 +1,43 @@
+import Dispatch
+import Flow
+
+extension Flow.Scheduler: Executor {
+    /// Runs `body` on this scheduler: at once when the caller already executes on it, otherwise
+    /// later, in the order submitted (see ``Flow/Scheduler/async(execute:)``).
+    @inlinable
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        async(execute: body)
+    }
+}
+
+extension Flow.EventLoop: Executor {
+    /// Runs `body` on this loop after the work already queued, never before returning (see
+    /// ``Flow/EventLoop/execute(_:)``).
+    @inlinable
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        execute(body)
+    }
+}
+
+/// The executor used when the caller names none: the scheduler running the caller, so that code on
+/// an event loop stays on that loop, or else a concurrent background queue, as Deferred always did.
+@inlinable
+func defaultExecutor() -> any Executor {
+    if let scheduler = Flow.Scheduler.executing {
+        return scheduler
+    }
+    return DispatchQueue.global()
+}
+
+/// Runs `body` at once on the thread that submits it: for this library's own bookkeeping handlers,
+/// which only fill other deferred values and never run user code themselves.
+@usableFromInline
+final class InlineExecutor: Executor, Sendable {
+    @usableFromInline
+    static let shared = InlineExecutor()
+
+    @inlinable
+    func submit(_ body: @escaping @Sendable () -> Void) {
+        body()
+    }
+}

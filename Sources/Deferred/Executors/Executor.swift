@@ -1,0 +1,76 @@
+import Dispatch
+import Foundation
+
+/// A place that runs closures: where ``FutureProtocol/upon(_:execute:)`` and the transforms built on
+/// it run their work.
+///
+/// `submit(_:)` must be safe to call from any thread: a deferred value is filled on one thread and
+/// submits its handlers to their executors from there. Dispatch queues, operation queues, run loops
+/// and Flow's schedulers and event loops all qualify.
+///
+/// ```swift
+/// final class ContextExecutor: Executor {
+///     let context: ManagedContext
+///     init(context: ManagedContext) { self.context = context }
+///     func submit(_ body: @escaping @Sendable () -> Void) { context.perform(body) }
+/// }
+/// ```
+public protocol Executor: AnyObject {
+    /// Runs `body` on this executor, now or later.
+    ///
+    /// - Parameter body: the work to run; it is released once it ran.
+    func submit(_ body: @escaping @Sendable () -> Void)
+}
+
+extension DispatchQueue: Executor {
+    /// Runs `body` asynchronously on this queue.
+    @inlinable
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        async(execute: body)
+    }
+
+    /// A concurrent queue for work that may run anywhere: the global queue of default quality of
+    /// service.
+    ///
+    /// ```swift
+    /// let count: Future<Int> = words.map(upon: .any()) { $0.count }
+    /// ```
+    @inlinable
+    public static func any() -> DispatchQueue {
+        .global()
+    }
+}
+
+extension OperationQueue: Executor {
+    /// Adds `body` to this queue as an operation.
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        addOperation(body)
+    }
+}
+
+extension RunLoop: Executor {
+    /// Schedules `body` on this run loop; it runs the next time the loop runs in its common modes.
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        perform(body)
+    }
+}
+
+/// An executor in a form that may cross threads.
+// @unchecked Sendable: `Executor` is not `Sendable` because `RunLoop` is not, yet every executor's
+// `submit(_:)` is thread-safe by the protocol's contract (Dispatch, OperationQueue and CFRunLoop each
+// lock internally). The reference is only ever used to call `submit(_:)`.
+@usableFromInline
+struct ExecutorReference: @unchecked Sendable {
+    @usableFromInline
+    let executor: any Executor
+
+    @inlinable
+    init(_ executor: any Executor) {
+        self.executor = executor
+    }
+
+    @inlinable
+    func submit(_ body: @escaping @Sendable () -> Void) {
+        executor.submit(body)
+    }
+}
