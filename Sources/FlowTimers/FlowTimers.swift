@@ -1,1 +1,0 @@
-// The FlowTimers module; its contents are being written.

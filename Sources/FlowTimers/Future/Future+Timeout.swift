@@ -1,0 +1,42 @@
+import Flow
+
+extension Future {
+    /// A future with this one's result, or failing with `error` (a ``TimeoutError`` by default) if this
+    /// one has not completed `delay` seconds after the operation started; on a timeout this future is
+    /// cancelled, which disposes its operation unless others still observe it.
+    ///
+    /// The limit is a one-shot timer on `scheduler` (the loop's own timer on a loop scheduler, virtual
+    /// time on a test clock). Flow's `replace(with:after:)` is the counterpart that succeeds with a
+    /// fallback value instead of failing. Repeating the returned future (`onErrorRepeat`) runs this
+    /// future's operation again, with a fresh limit each time.
+    ///
+    /// ```swift
+    /// fetchProfile()
+    ///     .timeout(after: 10)
+    ///     .onErrorRepeat(backoff: .exponential(initial: 1, maximum: 30), maxRepetitions: 3)
+    ///     .onValue { profile in show(profile) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - scheduler: where the timer runs and the result is delivered from.
+    ///   - delay: seconds allowed; a negative delay counts as zero.
+    ///   - error: the failure on a timeout; `nil` (the default) for a ``TimeoutError``.
+    public final func timeout(
+        on scheduler: Scheduler = .current,
+        after delay: Double,
+        error: (any Error)? = nil
+    ) -> Future<Value> {
+        let timeoutError = error ?? TimeoutError(delay: delay)
+        return Future(on: scheduler) { completion, mover in
+            // Moved inside so that a repetition of the returned future runs this one's operation again.
+            let observation = mover.moveInside(self).onResult(on: scheduler) { result in completion(result) }
+            let timer = scheduler.timer(after: delay) { completion(.failure(timeoutError)) }
+            // Disposed once the returned future completes or is cancelled: the timer stops, and
+            // cancelling the observation cancels this future unless others observe it too.
+            return Disposer {
+                timer.dispose()
+                observation.cancel()
+            }
+        }
+    }
+}
