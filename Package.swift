@@ -38,7 +38,8 @@ let package = Package(
 
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
-        .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe"]),
+        .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
+        .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe", "AsyncMainProbe"]),
         .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow"]),
         .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow"]),
         .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob"]),

@@ -44,12 +44,12 @@ struct ProbeRun {
     var errorOutput: String
 }
 
-/// Runs the `MainLoopProbe` executable, built next to the test bundle, with `scenario`.
-func runProbe(_ scenario: String) throws -> ProbeRun {
+/// Runs a probe executable (`MainLoopProbe` by default), built next to the test bundle, with `scenario`.
+func runProbe(_ scenario: String, executable: String = "MainLoopProbe") throws -> ProbeRun {
     let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-    let probe = testBinary.deletingLastPathComponent().appendingPathComponent("MainLoopProbe")
+    let probe = testBinary.deletingLastPathComponent().appendingPathComponent(executable)
     guard FileManager.default.isExecutableFile(atPath: probe.path) else {
-        Issue.record("MainLoopProbe was not built at \(probe.path); run `swift build --build-tests` first")
+        Issue.record("\(executable) was not built at \(probe.path); run `swift build --build-tests` first")
         return ProbeRun(status: -1, output: "", errorOutput: "")
     }
     let process = Process()

@@ -7,7 +7,7 @@ import Flow
 /// not there yet.
 @usableFromInline
 func preconditionWaitingDoesNotBlockLoop(_ operation: StaticString) {
-    guard let loop = Flow.Scheduler.executing?.eventLoop, loop.isInLoopContext, loop.isRunning else {
+    guard let loop = Flow.Scheduler.executing?.eventLoop, loop.isInLoopContext, loop.isDriven else {
         return
     }
     preconditionFailure(

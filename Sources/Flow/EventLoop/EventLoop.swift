@@ -33,9 +33,9 @@ public final class EventLoop: @unchecked Sendable {
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeHandle: UnsafeMutablePointer<uv_async_t>
     private let deadlineTimer: UnsafeMutablePointer<uv_timer_t>
-    private var loopJobs = JobQueue()
+    private var loopJobs = WorkQueue<LoopWork>()
     private var loopDeadlines = DeadlineQueue()
-    private var loopSpareBatch = ContiguousArray<@Sendable () -> Void>()
+    private var loopSpareBatch = ContiguousArray<LoopWork>()
     private var loopIsDraining = false
     private var loopIsWakeHandleReferenced = false
     private var loopMainQueueDrain: UnsafeMutablePointer<uv_poll_t>?
@@ -45,8 +45,27 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Shared state
 
+    /// Work for the loop: a closure, or a Swift Concurrency job (an actor's or a task's), kept in one
+    /// queue so that the order of submission holds across both.
+    enum LoopWork: @unchecked Sendable {
+        // @unchecked Sendable: a job is handed to the loop once and run there once.
+        case closure(@Sendable () -> Void)
+        case job(UnownedJob)
+
+        @inline(__always)
+        func run(on loop: EventLoop) {
+            switch self {
+            case .closure(let body): body()
+            case .job(let job):
+                // The loop is both an actor's serial executor and a task executor; one `enqueue`
+                // receives both kinds of job, so each runs with both.
+                job.runSynchronously(isolatedTo: loop.asUnownedSerialExecutor(), taskExecutor: loop.asUnownedTaskExecutor())
+            }
+        }
+    }
+
     private struct Submissions {
-        var jobs = ContiguousArray<@Sendable () -> Void>()
+        var jobs = ContiguousArray<LoopWork>()
         var isClosed = false
     }
 
@@ -216,6 +235,15 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether the loop is inside ``run()`` right now.
     public var isRunning: Bool { lifecycle.load(ordering: .acquiring) == Lifecycle.running }
 
+    /// Whether something drives the loop now: ``run()``, or, for ``EventLoop/main``, the Dispatch main
+    /// queue (once it has run the loop). Blocking the loop's context while it is driven (waiting for a
+    /// result on its own thread) stops it from producing that result. Meaningful in the loop's context.
+    public var isDriven: Bool {
+        if isRunning { return true }
+        guard isMainLoop, let embedding = mainQueueEmbedding else { return false }
+        return embedding.isDriving && embedding.hasPumped
+    }
+
     // MARK: Submitting work
 
     /// Runs `job` on the loop, after the work already queued. Callable from any thread; work from one
@@ -224,11 +252,16 @@ public final class EventLoop: @unchecked Sendable {
     /// Submitting to a closed loop is a programming error and stops the program with a message; use
     /// ``submit(_:)`` where the loop may have been closed.
     public func execute(_ job: @escaping @Sendable () -> Void) {
+        enqueue(.closure(job))
+    }
+
+    /// Queues `work` as ``execute(_:)`` does.
+    func enqueue(_ work: LoopWork) {
         if isInLoopContext {
-            enqueueInLoop(job)
+            enqueueInLoop(work)
         } else {
             do {
-                try enqueueFromOutside(job)
+                try enqueueFromOutside(work)
             } catch {
                 preconditionFailure("EventLoop.execute: work was submitted to the closed loop '\(name)'; it cannot run")
             }
@@ -239,21 +272,21 @@ public final class EventLoop: @unchecked Sendable {
     /// was closed, in which case `job` never runs.
     public func submit(_ job: @escaping @Sendable () -> Void) throws(EventLoopError) {
         if isInLoopContext {
-            enqueueInLoop(job)
+            enqueueInLoop(.closure(job))
         } else {
-            try enqueueFromOutside(job)
+            try enqueueFromOutside(.closure(job))
         }
     }
 
     @inline(__always)
-    private func enqueueInLoop(_ job: @escaping () -> Void) {
+    private func enqueueInLoop(_ job: LoopWork) {
         loopJobs.append(job)
         if !loopIsDraining && loopJobs.count == 1 {
             wake()
         }
     }
 
-    private func enqueueFromOutside(_ job: @escaping @Sendable () -> Void) throws(EventLoopError) {
+    private func enqueueFromOutside(_ job: LoopWork) throws(EventLoopError) {
         let isFirst = try submissions.withLock { (submissions: inout Submissions) throws(EventLoopError) -> Bool in
             guard !submissions.isClosed else { throw EventLoopError.closed }
             submissions.jobs.append(job)
@@ -287,13 +320,13 @@ public final class EventLoop: @unchecked Sendable {
         reconcileKeepAlive()
         loopIsDraining = true
         submissions.withLock { swap(&$0.jobs, &loopSpareBatch) }
-        for job in loopSpareBatch {
-            job()
+        for work in loopSpareBatch {
+            work.run(on: self)
         }
         loopSpareBatch.removeAll(keepingCapacity: true)
         var generation = loopJobs.count
-        while generation > 0, let job = loopJobs.popFirst() {
-            job()
+        while generation > 0, let work = loopJobs.popFirst() {
+            work.run(on: self)
             generation -= 1
         }
         loopIsDraining = false

@@ -43,12 +43,18 @@ final class MainQueueEmbedding: @unchecked Sendable {
         if !loop.loopIsInsideRun { requestPump() }
     }
 
-    /// Whether the main queue is driving the loop now (not suspended by ``EventLoop/run()``, not cancelled).
+    /// Whether the main queue is driving the loop now: not suspended by ``EventLoop/run()``, not
+    /// cancelled. Main-context only.
     var isDriving: Bool { !isSuspended && !isCancelled }
+
+    /// Whether the main queue has run the loop at least once: a program whose main thread runs plain
+    /// top-level code never serves the main queue. Main-context only.
+    private(set) var hasPumped = false
 
     private func pump() {
         isPumpRequested.store(false, ordering: .releasing)
         guard !isCancelled, !isSuspended, !loop.loopIsInsideRun, !loop.isRunning, !loop.isClosed else { return }
+        hasPumped = true
         ThreadContext.current.run(as: loop.scheduler, loop: loop) {
             loop.reconcileKeepAlive()
             loop.loopIsInsideRun = true

@@ -270,7 +270,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 
 extension Future: CancellableUpstream {
     final func removeListenerAndCancelIfUnobserved(_ listener: ObjectIdentifier) -> Bool {
-        let isUnobserved = withState { state -> Bool in
+        removeListener(listener) && cancelIfUnobserved()
+    }
+
+    /// Removes a continuation (it will not be told the result).
+    ///
+    /// - Returns: whether the future is now pending with no continuation.
+    @discardableResult
+    final func removeListener(_ listener: ObjectIdentifier) -> Bool {
+        withState { state -> Bool in
             guard state.result == nil else { return false }
             if state.isForever {
                 state.foreverObserverCount -= 1
@@ -285,7 +293,6 @@ extension Future: CancellableUpstream {
             }
             return !state.hasListeners
         }
-        return isUnobserved && cancelIfUnobserved()
     }
 }
 

@@ -1,9 +1,13 @@
-/// A first-in, first-out queue of closures that reuses its storage: appending and popping are O(1)
-/// amortised and a drained queue keeps its capacity, so steady traffic allocates nothing.
+/// A first-in, first-out queue of closures: see ``WorkQueue``.
 @usableFromInline
-struct JobQueue {
+typealias JobQueue = WorkQueue<() -> Void>
+
+/// A first-in, first-out queue that reuses its storage: appending and popping are O(1) amortised and
+/// a drained queue keeps its capacity, so steady traffic allocates nothing.
+@usableFromInline
+struct WorkQueue<Element> {
     @usableFromInline
-    var storage: ContiguousArray<() -> Void> = []
+    var storage: ContiguousArray<Element> = []
     @usableFromInline
     var head = 0
 
@@ -17,12 +21,12 @@ struct JobQueue {
     var count: Int { storage.count - head }
 
     @inlinable
-    mutating func append(_ job: @escaping () -> Void) {
+    mutating func append(_ job: Element) {
         storage.append(job)
     }
 
     @inlinable
-    mutating func popFirst() -> (() -> Void)? {
+    mutating func popFirst() -> Element? {
         guard head < storage.count else { return nil }
         let job = storage[head]
         head += 1
@@ -39,10 +43,10 @@ struct JobQueue {
 
     /// Moves every queued job out, leaving this queue empty.
     @inlinable
-    mutating func takeAll() -> JobQueue {
-        if isEmpty { return JobQueue() }
+    mutating func takeAll() -> WorkQueue {
+        if isEmpty { return WorkQueue() }
         let taken = self
-        self = JobQueue()
+        self = WorkQueue()
         return taken
     }
 }

@@ -1,5 +1,4 @@
 import Flow
-import Synchronization
 
 extension Future {
     /// A future that runs this future's operation again when it fails, waiting as `backoff` says before
@@ -31,63 +30,10 @@ extension Future {
         file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        let waits = BackoffWaits()
-        return onErrorRepeat(maxRepetitions: maxRepetitions, file: file, line: line) { error -> Future<Bool> in
-            guard predicate(error) else { return Future<Bool>(false) }
-            let delay = backoff.delay(forAttempt: waits.nextRepetition())
-            return Future<Bool>(on: scheduler) { completion in
-                let timer = scheduler.timer(after: delay) {
-                    if !waits.isCancelled { completion(.success(true)) }
-                }
-                waits.track(timer)
-                return timer
-            }
-        }
-        // The repeating future does not cancel a pending decision that it listens to, so the wait is
-        // stopped here, synchronously within `cancel()`, before its timer can start another run.
-        .onCancel(on: .none) { waits.cancel() }
-    }
-}
-
-/// The state shared by the waits of one `onErrorRepeat(backoff:)`: the repetition count (the predicate
-/// is asked once per failure, and a `true` answer always leads to a re-run, so counting the waits counts
-/// the re-runs) and the wait in progress, to stop it on cancellation.
-private final class BackoffWaits: Sendable {
-    private struct State {
-        var repetitions = 0
-        var isCancelled = false
-        var currentWait: Disposable?
-    }
-
-    // Guarded by the mutex; the timer is disposed after it is released.
-    private let state = Mutex(State())
-
-    func nextRepetition() -> Int {
-        state.withLock { state in
-            state.repetitions += 1
-            return state.repetitions
-        }
-    }
-
-    var isCancelled: Bool { state.withLock { $0.isCancelled } }
-
-    func track(_ wait: Disposable) {
-        let cancelled = state.withLock { state -> Bool in
-            guard !state.isCancelled else { return true }
-            state.currentWait = wait
-            return false
-        }
-        if cancelled { wait.dispose() }
-    }
-
-    func cancel() {
-        let wait = state.withLock { state -> Disposable? in
-            state.isCancelled = true
-            let taken = state.currentWait
-            state.currentWait = nil
-            return taken
-        }
-        wait?.dispose()
+        // Re-run number n waits backoff.delay(forAttempt: n) on the current scheduler's timer; a
+        // repetition of this future as a whole starts counting again from 1.
+        onErrorRepeat(
+            maxRepetitions: maxRepetitions, delayBeforeRepetition: { backoff.delay(forAttempt: $0) },
+            file: file, line: line, when: predicate)
     }
 }

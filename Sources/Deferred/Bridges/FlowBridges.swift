@@ -1,0 +1,68 @@
+import Flow
+
+// Bridges between this module's futures and Flow's: code can move from one library to the other one
+// call at a time.
+
+extension Flow.Future {
+    /// A Flow future that succeeds with `future`'s value once it is filled.
+    ///
+    /// ```swift
+    /// let friends = Flow.Future(deferred: fetchFriends(for: jimbob))
+    /// ```
+    public convenience init<Wrapped: FutureProtocol>(deferred future: Wrapped) where Wrapped.Value == Value {
+        self.init(on: .none) { completion in
+            future.upon(Flow.Scheduler.none) { value in completion(.success(value)) }
+            return NilDisposer()
+        }
+    }
+
+    /// A Flow future that completes like `task`; cancelling it cancels the task.
+    ///
+    /// ```swift
+    /// let profile = Flow.Future(task: loadProfileTask())
+    /// ```
+    public convenience init(task: Task<Value>) {
+        self.init(on: .none) { completion in
+            task.upon(Flow.Scheduler.none) { result in completion(result) }
+            return Disposer { task.cancel() }
+        }
+    }
+}
+
+extension Task {
+    /// A task that completes like the Flow future; cancelling the task cancels the future (unless
+    /// others observe it).
+    ///
+    /// ```swift
+    /// let task = Task(flowFuture)
+    /// task.uponSuccess(on: .main) { value in show(value) }
+    /// ```
+    public convenience init(_ future: Flow.Future<Success>) {
+        let outcome = Deferred<Result>()
+        // Cancelling the observer (the leaf) detaches it and so cancels the future too, unless others
+        // observe it; `future.cancel()` would be ignored because of this very observer.
+        let observer = future.onResult(on: .none) { result in outcome.fill(with: result) }
+        self.init(outcome, uponCancel: { observer.cancel() })
+    }
+}
+
+extension FutureProtocol {
+    /// This future as a Flow future, which succeeds with its value once filled.
+    public func asFlowFuture() -> Flow.Future<Value> {
+        Flow.Future(deferred: self)
+    }
+
+    /// The value, once filled: waits without blocking a thread.
+    ///
+    /// ```swift
+    /// let friends = await fetchFriends(for: jimbob).value
+    /// ```
+    public var value: Value {
+        get async {
+            if let value = peek() { return value }
+            return await withCheckedContinuation { continuation in
+                upon(Flow.Scheduler.none) { value in continuation.resume(returning: value) }
+            }
+        }
+    }
+}

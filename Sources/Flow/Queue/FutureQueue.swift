@@ -1,0 +1,310 @@
+/// A queue of asynchronous operations that run in order, at most ``maxConcurrentCount`` at a time:
+/// for exclusive access to a resource, or for independent operations that must run one after the
+/// other.
+///
+/// Each operation starts once a slot is free and holds it until the future it returned completes.
+/// Operations run on the queue's scheduler (`executeOn`); the future `enqueue` returns completes on
+/// the scheduler its caller was running on.
+///
+/// ```swift
+/// let database = FutureQueue(resource: connection)
+/// database.enqueue { database.resource.insert(order) }
+/// // Runs only once the insert's future has completed:
+/// database.enqueue { database.resource.count(of: Order.self) }
+///     .onValue { count in print("\(count) orders") }
+/// ```
+///
+/// Cancelling a future returned by `enqueue` before its operation started removes the operation: its
+/// closure is never called. Cancelling it while the operation runs cancels the operation's future
+/// and frees the slot.
+///
+/// Thread safety: operations may be enqueued, cancelled and completed from any threads at once. The
+/// queue's lock guards only its bookkeeping and is never held while an operation, a callback or a
+/// completion runs.
+public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: the only mutable state, `lockedState`, is guarded by `lock`; the rest is
+    // immutable and Sendable.
+
+    /// The resource the operations share, e.g. a connection or a file.
+    public let resource: Resource
+
+    /// How many operations may run at once.
+    public let maxConcurrentCount: Int
+
+    /// Where operations are started.
+    let executionScheduler: Scheduler
+
+    typealias StateMachine = FutureQueueStateMachine<any QueuedOperation, FutureQueueEmptyWaiter>
+
+    private struct Protected {
+        var machine: StateMachine
+        /// The queues of batches that are running, so that an abort reaches their operations too.
+        var runningBatches: [ObjectIdentifier: FutureQueue<Resource>] = [:]
+    }
+
+    /// A ``FutureLock`` rather than a `Mutex`: its atomics are compiled into this module, so
+    /// ThreadSanitizer sees the synchronisation (it does not see inside the prebuilt `Mutex` on Linux).
+    private let lock = FutureLock()
+
+    /// Guarded by `lock`.
+    private var lockedState: Protected
+
+    /// Creates a queue whose operations share `resource`.
+    ///
+    /// ```swift
+    /// let files = FutureQueue(resource: FileStore(), maxConcurrentCount: 2, executeOn: .background)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - resource: what the operations share, available as ``resource``.
+    ///   - maxConcurrentCount: how many operations may run at once; at least 1.
+    ///   - executeOn: where the operations are started; by default the scheduler current here.
+    public init(resource: Resource, maxConcurrentCount: Int = 1, executeOn: Scheduler = .current) {
+        precondition(
+            maxConcurrentCount >= 1,
+            "FutureQueue: maxConcurrentCount must be at least 1 (got \(maxConcurrentCount))")
+        self.resource = resource
+        self.maxConcurrentCount = maxConcurrentCount
+        executionScheduler = executeOn
+        lockedState = Protected(machine: StateMachine(maxConcurrentCount: maxConcurrentCount))
+    }
+
+    // MARK: Enqueueing
+
+    /// Adds an operation that returns a future. It starts once the operations before it have made
+    /// room, and holds its slot until its future completes.
+    ///
+    /// ```swift
+    /// let queue = FutureQueue()
+    /// queue.enqueue { upload(first) }
+    /// queue.enqueue { upload(second) }   // starts when the first upload completed
+    ///     .onValue { response in print(response) }
+    /// ```
+    ///
+    /// - Returns: a future completing like the operation's future, on the scheduler current here. It
+    ///   fails with ``closedError`` if the queue is closed, with the error of
+    ///   ``abortQueuedOperations(with:shouldCloseQueue:)`` if aborted while waiting, and with the
+    ///   error the operation throws. Cancelling it before the operation started removes the
+    ///   operation unrun.
+    @discardableResult
+    public func enqueue<Output>(
+        file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @Sendable () throws -> Future<Output>
+    ) -> Future<Output> {
+        let promise = Future<Output>(initialResult: nil, file: file, line: line)
+        let entry = QueueEntry(queue: self, promise: promise, resultScheduler: .current, operation: operation)
+        promise.setDisposable(QueueEntryCancellation(entry: entry))
+        switch withLockedState({ $0.machine.enqueue(entry) }) {
+        case .start(let work):
+            start(work)
+        case .wait(let ticket):
+            entry.setTicket(ticket)
+        case .reject(let error):
+            entry.fail(with: error)
+        }
+        return promise
+    }
+
+    /// Adds an operation that returns a value directly (or throws), run in order like the others.
+    ///
+    /// ```swift
+    /// let log = FutureQueue(resource: logFile)
+    /// log.enqueue { try log.resource.append("started") }
+    /// ```
+    ///
+    /// - Returns: a future with the operation's value or error, completing on the scheduler current here.
+    @discardableResult
+    public func enqueue<Output>(
+        file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @Sendable () throws -> Output
+    ) -> Future<Output> {
+        enqueue(file: file, line: line) { () throws -> Future<Output> in Future(try operation()) }
+    }
+
+    /// Adds a batch: an operation that gets a queue of its own, sharing this queue's ``resource``,
+    /// and may enqueue several operations on it. The batch holds one slot of this queue until both
+    /// the future it returned has completed and its own queue is empty, so nothing else enqueued
+    /// here runs in between.
+    ///
+    /// ```swift
+    /// queue.enqueueBatch { batch in
+    ///     batch.enqueue { batch.resource.begin() }
+    ///     batch.enqueue { batch.resource.write(rows) }
+    ///     return batch.enqueue { batch.resource.commit() }
+    /// }
+    /// ```
+    ///
+    /// An abort of this queue also aborts the operations waiting in running batches. Cancelling the
+    /// returned future while the batch runs aborts (and closes) the batch's queue.
+    ///
+    /// - Parameters:
+    ///   - maxConcurrentCount: how many operations of the batch may run at once; at least 1.
+    ///   - operation: fills the batch's queue, and returns the batch's result.
+    /// - Returns: a future with the result of the future `operation` returned, delivered once the
+    ///   batch's queue is empty, on the scheduler current here.
+    @discardableResult
+    public func enqueueBatch<Output>(
+        maxConcurrentCount: Int = 1,
+        file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @Sendable (FutureQueue<Resource>) throws -> Future<Output>
+    ) -> Future<Output> {
+        precondition(
+            maxConcurrentCount >= 1,
+            "FutureQueue.enqueueBatch: maxConcurrentCount must be at least 1 (got \(maxConcurrentCount))")
+        return enqueue(file: file, line: line) { [self] () throws -> Future<Output> in
+            let batch = FutureQueue(
+                resource: resource, maxConcurrentCount: maxConcurrentCount, executeOn: executionScheduler)
+            let batchID = ObjectIdentifier(batch)
+            withLockedState { $0.runningBatches[batchID] = batch }
+            let batchResult: Future<Output>
+            do {
+                batchResult = try operation(batch)
+            } catch {
+                removeRunningBatch(batchID)
+                throw error
+            }
+            return batchResult
+                .flatMapResult(on: .none) { result in
+                    batch.emptyFuture(deliveringOn: .none, file: file, line: line)
+                        .flatMap(on: .none) { _ -> Future<Output> in Future(result: result) }
+                }
+                .onResult(on: .none) { [self] _ in removeRunningBatch(batchID) }
+                .onCancel(on: .none) { [self] in
+                    batch.abortQueuedOperations(with: FutureError.aborted, shouldCloseQueue: true)
+                    removeRunningBatch(batchID)
+                }
+        }
+    }
+
+    // MARK: State
+
+    /// Whether no operation is running or waiting.
+    ///
+    /// ```swift
+    /// if uploads.isEmpty { showAllSaved() }
+    /// ```
+    public var isEmpty: Bool { withLockedState { $0.machine.isEmpty } }
+
+    /// How many operations are running or waiting.
+    ///
+    /// ```swift
+    /// badge.text = "\(uploads.count) pending"
+    /// ```
+    public var count: Int { withLockedState { $0.machine.runningCount + $0.machine.waitingCount } }
+
+    /// A future that completes the next time the queue has no operation running or waiting, on the
+    /// scheduler current here; completed at once if the queue is empty now. Each read gives a new
+    /// future; cancelling it stops the waiting.
+    ///
+    /// ```swift
+    /// queue.onEmpty.onValue { print("all uploads done") }
+    /// ```
+    public var onEmpty: Future<Void> {
+        emptyFuture(deliveringOn: .current, file: #fileID, line: #line)
+    }
+
+    /// The error a closed queue fails new operations with; `nil` while the queue is open.
+    ///
+    /// ```swift
+    /// queue.abortQueuedOperations(with: ShutdownError(), shouldCloseQueue: true)
+    /// queue.closedError   // ShutdownError()
+    /// ```
+    public var closedError: Error? { withLockedState { $0.machine.closedError } }
+
+    // MARK: Aborting
+
+    /// Fails every waiting operation with `error` without running it (running operations go on),
+    /// including the operations waiting in running batches.
+    ///
+    /// ```swift
+    /// queue.abortQueuedOperations(with: LoggedOutError(), shouldCloseQueue: true)
+    /// queue.enqueue { fetchProfile() }   // fails with LoggedOutError()
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - error: the error the waiting operations fail with.
+    ///   - shouldCloseQueue: also close the queue: operations enqueued from now on fail at once
+    ///     with `error` (see ``closedError``). A closed queue stays closed, with its first error.
+    public func abortQueuedOperations(with error: Error, shouldCloseQueue: Bool = false) {
+        let (aborted, batches) = withLockedState { protected in
+            (
+                protected.machine.abortWaiting(with: error, closing: shouldCloseQueue),
+                Array(protected.runningBatches.values)
+            )
+        }
+        for operation in aborted {
+            operation.fail(with: error)
+        }
+        for batch in batches {
+            batch.abortQueuedOperations(with: error, shouldCloseQueue: shouldCloseQueue)
+        }
+    }
+
+    // MARK: Performing the state machine's actions
+
+    private func start(_ operation: any QueuedOperation) {
+        executionScheduler.async { operation.start() }
+    }
+
+    /// Called once by each operation that held a slot, when it finished.
+    func operationDidFinish() {
+        switch withLockedState({ $0.machine.operationDidFinish() }) {
+        case .start(let next):
+            start(next)
+        case .becameEmpty(let waiters):
+            for waiter in waiters { waiter.complete() }
+        case .none:
+            break
+        }
+    }
+
+    /// Removes a waiting operation that was cancelled.
+    ///
+    /// - Returns: whether it was still waiting.
+    func removeWaiting(_ ticket: StateMachine.Ticket) -> Bool {
+        withLockedState { $0.machine.removeWaiting(ticket) } != nil
+    }
+
+    /// Runs `body` with the state, under the lock. `body` must not call out of the queue.
+    private func withLockedState<R>(_ body: (inout Protected) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&lockedState)
+    }
+
+    private func removeRunningBatch(_ id: ObjectIdentifier) {
+        withLockedState { _ = $0.runningBatches.removeValue(forKey: id) }
+    }
+
+    func emptyFuture(deliveringOn scheduler: Scheduler, file: StaticString, line: UInt) -> Future<Void> {
+        let promise = Future<Void>(initialResult: nil, file: file, line: line)
+        let waiter = FutureQueueEmptyWaiter(promise: promise, scheduler: scheduler)
+        switch withLockedState({ $0.machine.waitUntilEmpty(waiter) }) {
+        case .emptyNow:
+            return Future(file: file, line: line)
+        case .wait(let ticket):
+            // Weak: a waiter must not keep an idle queue alive.
+            promise.setDisposable(Disposer { [weak self] in
+                _ = self?.withLockedState { $0.machine.removeEmptyWaiter(ticket) }
+            })
+            return promise
+        }
+    }
+}
+
+extension FutureQueue where Resource == Void {
+    /// Creates a queue with no shared resource: for operations that must run in order.
+    ///
+    /// ```swift
+    /// let saves = FutureQueue()
+    /// saves.enqueue { save(draft) }
+    /// saves.enqueue { save(finalVersion) }   // never overtakes the draft
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - maxConcurrentCount: how many operations may run at once; at least 1.
+    ///   - executeOn: where the operations are started; by default the scheduler current here.
+    public convenience init(maxConcurrentCount: Int = 1, executeOn: Scheduler = .current) {
+        self.init(resource: (), maxConcurrentCount: maxConcurrentCount, executeOn: executeOn)
+    }
+}
