@@ -1,0 +1,46 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The library is the package one directory up. SwiftPM names a path dependency after its directory
+// (lowercased), so read that name instead of hard-coding the checkout's folder name.
+let flowPackage = Context.packageDirectory
+    .split(separator: "/").dropLast().last.map { String($0).lowercased() } ?? "flow"
+
+let package = Package(
+    name: "FlowBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        // Counts calls to malloc and friends, and the bytes they hand out, by defining them in the
+        // executable (where they take precedence over the C library's) and forwarding to glibc.
+        .target(name: "CMallocCounter"),
+        // The raw-libuv reference workloads, written in C against libuv directly.
+        .target(name: "CLibUVReference", dependencies: ["CMallocCounter"], linkerSettings: [.linkedLibrary("uv")]),
+        // Timing, allocation counting and reporting, shared by the benchmark programs.
+        .target(name: "BenchmarkSupport", dependencies: ["CMallocCounter"]),
+        // P1-P8: Flow against SwiftNIO, raw libuv and Dispatch.
+        .executableTarget(
+            name: "FlowBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                "CLibUVReference",
+                .product(name: "Flow", package: flowPackage),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // P9: the Deferred layer's `upon`, in a program of its own so that P1-P8 build without it.
+        .executableTarget(
+            name: "DeferredBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Deferred", package: flowPackage),
+                .product(name: "Flow", package: flowPackage),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Turns the RESULT lines of Benchmarks/run into a Markdown table: the median over rounds of every
+metric, the ratio of Flow's median to each reference's, and the goal from the benchmark issue."""
+
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+# (workload, metric): (reference implementation or None for an absolute goal, limit, description)
+GOALS = {
+    ("P1", "ns/op"): (None, 100, "≤ 100 ns"),
+    ("P2", "ns/link"): (None, 100, "≤ 100 ns/link"),
+    ("P3", "ns/step"): (None, 150, "completes, ≤ 150 ns/step"),
+    ("P4", "ns/future"): (None, 200, "≤ 200 ns"),
+    ("P5", "ns/task"): ("libuv", 1.5, "≤ 1.5× libuv"),
+    ("P6", "ns/task"): ("libuv", 2.0, "≤ 2× libuv"),
+    ("P7", "schedule ns/timer"): ("libuv", 1.5, "≤ 1.5× libuv"),
+    ("P7", "until last fired s"): ("libuv", 1.2, "≤ 1.2× libuv"),
+    ("P7", "cancel ns/timer"): ("libuv", 2.0, "≤ 2× libuv"),
+    ("P8", "bytes/pending future"): (None, 96, "≤ 96 B"),
+    ("P8", "bytes/pending timer"): (None, 160, "≤ 160 B"),
+    ("P9-queue", "ns/op"): ("dispatch", 1.2, "≤ 1.2× Dispatch"),
+    ("P9-loop", "ns/op"): (None, 50, "≤ 50 ns"),
+}
+
+DESCRIPTIONS = {
+    "P1": "promise + 1 map + completion, on the loop, 1M",
+    "P2": "one promise, 1M chained maps, build + complete",
+    "P3": "recursive flatMap on completed futures, 1M deep (NIO: 10k deep)",
+    "P4": "join over 100k pending futures, then complete all",
+    "P5": "1M tasks posted from another thread",
+    "P6": "1M tasks posted on the loop",
+    "P7": "1M random 0–999 ms timers",
+    "P8": "memory per pending future with one callback / per pending timer",
+    "P9-queue": "`upon` a filled Deferred to a serial queue, 1M",
+    "P9-loop": "`upon` a filled Deferred to the loop, on the loop, 1M",
+}
+
+NAMES = {"libuv": "libuv C", "nio": "NIO", "dispatch": "Dispatch", "flow": "Flow loop.execute"}
+
+# The allocation count reported next to each timed metric.
+ALLOCATION_METRIC = {
+    "schedule ns/timer": "schedule allocs/timer",
+    "cancel ns/timer": "cancel allocs/timer",
+    "until last fired s": "none",
+    "bytes/pending future": "allocs/pending future",
+    "bytes/pending timer": "allocs/pending timer",
+}
+
+SUBJECT = {"P9-queue": "deferred", "P9-loop": "deferred"}
+ORDER = ["flow", "deferred", "libuv", "nio", "dispatch"]
+
+
+def workload_key(name):
+    match = re.match(r"P(\d+)(.*)", name)
+    return (int(match.group(1)), match.group(2)) if match else (999, name)
+
+
+def machine():
+    def run(command):
+        try:
+            return subprocess.run(command, shell=True, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "?"
+
+    model = run("lscpu | sed -n 's/^Model name: *//p' | head -1")
+    memory = run("free -h | awk '/^Mem:/ {print $2}'")
+    swift = run("swift --version 2>&1 | head -1")
+    libuv = run("pkg-config --modversion libuv")
+    return [
+        f"- CPU: {model}, {run('nproc')} cores (`nproc`)",
+        f"- Memory: {memory}",
+        f"- OS: {platform.platform()}",
+        f"- Swift: {swift}",
+        f"- libuv: {libuv}",
+    ]
+
+
+def format_value(value, metric):
+    if metric.endswith(" s"):
+        return f"{value:.3f}"
+    if "allocs" in metric:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if value < 1000 else f"{value:,.0f}"
+
+
+def main(path):
+    samples = defaultdict(list)
+    crashes = []
+    with open(path) as results:
+        for line in results:
+            fields = line.rstrip("\n").split("\t")
+            if fields[0] == "RESULT":
+                _, workload, implementation, metric, value = fields[:5]
+                samples[(workload, implementation, metric)].append(float(value))
+            elif fields[0] == "CRASH":
+                crashes.append(fields[1:])
+
+    shown = {}
+    medians = {key: statistics.median(values) for key, values in samples.items()}
+    rounds = max((len(values) for values in samples.values()), default=0)
+
+    print("\n".join(machine()))
+    print()
+    print(f"Medians of {rounds} interleaved rounds. Ratio = this library ÷ reference (lower is better).")
+    print()
+    print("| # | workload | metric | this library | references | ratio | goal | met "
+          "| allocs/op, this library | allocs/op, references |")
+    print("|---|---|---|---:|---|---|---|---|---:|---|")
+
+    workloads = sorted({key[0] for key in medians if key[0] != "P3-nio-1M"}, key=workload_key)
+    for workload in workloads:
+        subject = SUBJECT.get(workload, "flow")
+        metrics = []
+        for key in medians:
+            if key[0] == workload and "allocs" not in key[2] and key[2] not in metrics:
+                metrics.append(key[2])
+        first = True
+        for metric in metrics:
+            if (workload, subject, metric) not in medians:
+                continue
+            value = medians[(workload, subject, metric)]
+            others = sorted(
+                {key[1] for key in medians if key[0] == workload and key[2] == metric and key[1] != subject},
+                key=lambda name: ORDER.index(name) if name in ORDER else 99)
+            references = " · ".join(
+                f"{NAMES.get(other, other)} {format_value(medians[(workload, other, metric)], metric)}"
+                for other in others)
+            ratios = " · ".join(
+                f"{value / medians[(workload, other, metric)]:.2f}× {NAMES.get(other, other)}"
+                for other in others if medians[(workload, other, metric)] > 0)
+            goal_text, met = "", ""
+            goal = GOALS.get((workload, metric))
+            if goal:
+                reference, limit, goal_text = goal
+                if reference is None:
+                    met = "yes" if value <= limit else f"no: {value / limit:.1f}× over"
+                elif (workload, reference, metric) in medians:
+                    ratio = value / medians[(workload, reference, metric)]
+                    met = "yes" if ratio <= limit else f"no: {ratio / limit:.1f}× over"
+            allocation_metric = ALLOCATION_METRIC.get(metric, "allocs/op")
+            own_allocations = medians.get((workload, subject, allocation_metric))
+            reference_allocations = " · ".join(
+                f"{NAMES.get(other, other)} {format_value(medians[(workload, other, allocation_metric)], 'allocs')}"
+                for other in others if (workload, other, allocation_metric) in medians)
+            if allocation_metric in shown.setdefault(workload, set()):
+                own_allocations, reference_allocations = None, ""
+            shown[workload].add(allocation_metric)
+            label = f"{workload} | {DESCRIPTIONS.get(workload, '')}" if first else " | "
+            first = False
+            own_text = format_value(own_allocations, "allocs") if own_allocations is not None else ""
+            print(f"| {label} | {metric} | {format_value(value, metric)} | {references} | {ratios} "
+                  f"| {goal_text} | {met} | {own_text} | {reference_allocations} |")
+
+    for workload, implementation, status in crashes:
+        note = " (expected: recursion overflows the stack)" if workload == "P3-nio-1M" else ""
+        print(f"\n{workload} {implementation}: {status}{note}")
+    if any(key[0] == "P3-nio-1M" for key in medians):
+        print("\nP3-nio-1M nio: completed (not expected)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

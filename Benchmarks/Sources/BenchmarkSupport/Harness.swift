@@ -1,0 +1,125 @@
+@_exported import CMallocCounter
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Nanoseconds on the monotonic clock.
+public func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// Times one measured section and, on counting runs, counts the allocations made inside it by every
+/// thread. Started and stopped on whichever threads the workload needs; the workload's own
+/// synchronisation (a semaphore, a loop's completion) orders the two.
+public final class Stopwatch: @unchecked Sendable {
+    public let countsAllocations: Bool
+    private var startedAt: UInt64 = 0
+    public private(set) var elapsedNanoseconds: UInt64 = 0
+    public private(set) var allocations: UInt64 = 0
+
+    public init(countsAllocations: Bool) {
+        self.countsAllocations = countsAllocations
+    }
+
+    public func start() {
+        if countsAllocations { mc_start_counting() }
+        startedAt = monotonicNanoseconds()
+    }
+
+    public func stop() {
+        elapsedNanoseconds = monotonicNanoseconds() - startedAt
+        if countsAllocations { allocations = mc_stop_counting() }
+    }
+
+    /// For sections timed elsewhere (in C): the caller brackets the call with start/stop for the
+    /// allocation count and reports the time it measured itself.
+    public func override(elapsedNanoseconds: UInt64) {
+        self.elapsedNanoseconds = elapsedNanoseconds
+    }
+}
+
+/// Prints results as tab-separated lines the `run` script collects:
+/// `RESULT <workload> <implementation> <metric> <value>`.
+public struct Reporter {
+    public let workload: String
+    public let implementation: String
+
+    public init(workload: String, implementation: String) {
+        self.workload = workload
+        self.implementation = implementation
+    }
+
+    public func record(_ metric: String, _ value: Double) {
+        print("RESULT\t\(workload)\t\(implementation)\t\(metric)\t\(value)")
+    }
+
+    /// Runs `body` once on a tenth of `operations` (at least 1 000) with allocation counting, which also
+    /// warms caches and allocators up, then once on `operations` for the time. Records
+    /// `<metric>` in nanoseconds per operation and `allocs/op`.
+    public func measure(
+        _ metric: String = "ns/op", operations: Int, countingOperations: Int? = nil,
+        _ body: (_ operations: Int, _ stopwatch: Stopwatch) -> Void
+    ) {
+        // For profiling under valgrind: FLOW_BENCH_OPERATIONS=20000 shrinks both runs.
+        var operations = operations
+        var countingOperations = countingOperations
+        if let override = getenv("FLOW_BENCH_OPERATIONS").flatMap({ Int(String(cString: $0)) }) {
+            operations = override
+            countingOperations = override
+        }
+        let counted = countingOperations ?? max(1_000, operations / 10)
+        let counting = Stopwatch(countsAllocations: true)
+        body(counted, counting)
+        let timing = Stopwatch(countsAllocations: false)
+        body(operations, timing)
+        record(metric, Double(timing.elapsedNanoseconds) / Double(operations))
+        record("allocs/op", Double(counting.allocations) / Double(counted))
+    }
+}
+
+/// The same pseudo-random timer delays, 0 to 999 ms, for every implementation (SplitMix64, fixed seed).
+public func randomDelaysInMilliseconds(count: Int, seed: UInt64 = 0x5EED_F10E) -> [UInt64] {
+    var state = seed
+    return (0..<count).map { _ in
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        mixed ^= mixed >> 31
+        return mixed % 1_000
+    }
+}
+
+/// Shared mutable state for the workloads' callbacks, which capture nothing so that a callback costs
+/// no allocation of its own (as a C function pointer would not). Touched by one thread at a time: the
+/// loop's, with the measuring thread reading only after a semaphore or the loop's end.
+public enum Shared {
+    nonisolated(unsafe) public static var sink = 0
+    nonisolated(unsafe) public static var taskCounter = 0
+    nonisolated(unsafe) public static var timersFired = 0
+    nonisolated(unsafe) public static var timerCount = 0
+    nonisolated(unsafe) public static var lastTimerFiredAt: UInt64 = 0
+}
+
+public typealias Workload = (Reporter) -> Void
+
+/// Runs the workload the command line names, from `workloads[workload][implementation]`:
+/// `<program> <workload> <implementation>`, or `<program> list`.
+public func runWorkloadFromCommandLine(_ workloads: [String: [String: Workload]]) -> Never {
+    let arguments = CommandLine.arguments
+    if arguments.count == 2, arguments[1] == "list" {
+        for name in workloads.keys.sorted() {
+            print("\(name)\t\(workloads[name]!.keys.sorted().joined(separator: " "))")
+        }
+        exit(0)
+    }
+    guard arguments.count == 3, let workload = workloads[arguments[1]]?[arguments[2]] else {
+        print("usage: \(arguments[0]) <workload> <implementation> | list")
+        exit(2)
+    }
+    workload(Reporter(workload: arguments[1], implementation: arguments[2]))
+    exit(0)
+}

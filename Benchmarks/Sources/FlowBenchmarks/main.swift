@@ -1,0 +1,29 @@
+import BenchmarkSupport
+
+// One workload for one implementation per process, so that implementations never share a heap or a
+// warmed-up runtime; the `run` script alternates them.
+//
+//   FlowBenchmarks <workload> <implementation>     e.g. FlowBenchmarks P1 flow
+//   FlowBenchmarks list
+
+let workloads: [String: [String: Workload]] = [
+    "P1": ["flow": FlowWorkloads.promiseMapComplete, "nio": NIOWorkloads.promiseMapComplete],
+    "P2": ["flow": FlowWorkloads.chainedMaps, "nio": NIOWorkloads.chainedMaps],
+    "P3": ["flow": FlowWorkloads.recursiveFlatMap, "nio": NIOWorkloads.recursiveFlatMap],
+    "P3-nio-1M": ["nio": NIOWorkloads.recursiveFlatMapMillionDeep],
+    "P4": ["flow": FlowWorkloads.joinPending, "nio": NIOWorkloads.joinPending],
+    "P5": [
+        "flow": FlowWorkloads.postFromThread, "nio": NIOWorkloads.postFromThread,
+        "libuv": ReferenceWorkloads.libuvPostFromThread, "dispatch": ReferenceWorkloads.dispatchPostFromThread,
+    ],
+    "P6": [
+        "flow": FlowWorkloads.postOnLoop, "nio": NIOWorkloads.postOnLoop, "libuv": ReferenceWorkloads.libuvPostOnLoop,
+    ],
+    "P7": ["flow": FlowWorkloads.timers, "libuv": ReferenceWorkloads.libuvTimers],
+    "P8": [
+        "flow": FlowWorkloads.memory, "nio": NIOWorkloads.pendingFutureMemory,
+        "libuv": ReferenceWorkloads.libuvPendingTimerMemory,
+    ],
+]
+
+runWorkloadFromCommandLine(workloads)
