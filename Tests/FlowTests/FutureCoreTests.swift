@@ -87,6 +87,7 @@ struct FutureCoreTests {
         operation.future.onError(on: queue) { _ in seen.mutate { $0.append("never: no error") } }
         operation.succeed(3)
         expectSignal(done, "the observers")
+        queue.sync {}  // the block that signalled has finished, and released what it held
         #expect(seen.value == ["value 3 on queue: true", "result"])
     }
 

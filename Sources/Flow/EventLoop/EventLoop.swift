@@ -29,13 +29,19 @@ public final class EventLoop: @unchecked Sendable {
     // atomics.
 
     // MARK: Loop-context state
+    // Touched only in the loop's context, one callback at a time: the runtime's exclusivity checks
+    // are turned off for the hottest of these fields.
 
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeHandle: UnsafeMutablePointer<uv_async_t>
     private let deadlineTimer: UnsafeMutablePointer<uv_timer_t>
+    @exclusivity(unchecked)
     private var loopJobs = WorkQueue<LoopWork>()
+    @exclusivity(unchecked)
     private var loopDeadlines = DeadlineQueue()
+    @exclusivity(unchecked)
     private var loopSpareBatch = ContiguousArray<LoopWork>()
+    @exclusivity(unchecked)
     private var loopIsDraining = false
     private var loopIsWakeHandleReferenced = false
     private var loopMainQueueDrain: UnsafeMutablePointer<uv_poll_t>?

@@ -22,19 +22,21 @@ enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
 
 /// A future derived from another by a ``ChainStep``, run on a scheduler when the upstream completes.
 /// It is itself the upstream's listener, so a continuation costs one object.
+@usableFromInline
 final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, FutureListener, @unchecked Sendable {
     // @unchecked Sendable: `upstream`, `step` and `scheduler` are immutable; `inner` is guarded by the
     // inherited lock.
     /// Kept for repetition (a fresh run re-derives from a fresh upstream) and for cancellation;
     /// optional only so that the deinitialiser can move it out.
-    private var upstreamStorage: Future<Input>?
-    var upstream: Future<Input> { upstreamStorage! }
-    let step: ChainStep<Input, Output>
-    let scheduler: Scheduler
+    @usableFromInline var upstreamStorage: Future<Input>?
+    @usableFromInline var upstream: Future<Input> { upstreamStorage! }
+    @usableFromInline let step: ChainStep<Input, Output>
+    @usableFromInline let scheduler: Scheduler
     /// For flatMap steps: the future the step returned, and this future's listener on it.
     /// (The forwarder is named by identity: it refers to this future, so holding it would be a cycle.)
-    private var inner: (future: Future<Output>, forwarder: ObjectIdentifier)?
+    @usableFromInline var inner: (future: Future<Output>, forwarder: ObjectIdentifier)?
 
+    @inlinable
     init(upstream: Future<Input>, step: ChainStep<Input, Output>, scheduler: Scheduler, file: StaticString, line: UInt) {
         upstreamStorage = upstream
         self.step = step
@@ -43,6 +45,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     /// Derives a future from `upstream` and starts listening to it.
+    @inlinable
     static func make(
         _ upstream: Future<Input>, _ step: ChainStep<Input, Output>, on scheduler: Scheduler,
         file: StaticString, line: UInt
@@ -61,6 +64,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         context.drainPendingReleases()
     }
 
+    @inlinable
     func futureDidComplete(_ result: Result<Input>) {
         if scheduler.isImmediate(in: ThreadContext.current) {
             run(result)
@@ -69,7 +73,8 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         }
     }
 
-    private func run(_ result: Result<Input>) {
+    @inlinable
+    func run(_ result: Result<Input>) {
         if isCompleted { return }  // cancelled meanwhile
         switch step {
         case .map(let transform):
@@ -123,20 +128,22 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     /// The upstream's result as this future's: only for steps whose Output is their Input.
-    private func passThrough(_ result: Result<Input>) -> Result<Output> {
+    @inlinable
+    func passThrough(_ result: Result<Input>) -> Result<Output> {
         // The observer and error-recovery initialisers below only ever create ChainedFuture<T, T>.
         unsafeBitCast(result, to: Result<Output>.self)
     }
 
     /// Completes with `future`'s result once it has one.
-    private func bind(_ future: Future<Output>) {
+    @inlinable
+    func bind(_ future: Future<Output>) {
         if let result = future.result {
             complete(with: result)
             return
         }
         let forwarder = Forwarder(target: self)
-        let isStillPending = withState { state -> Bool in
-            guard state.result == nil else { return false }
+        let isStillPending = withLock { () -> Bool in
+            guard lockedResult == nil else { return false }
             inner = (future, ObjectIdentifier(forwarder))
             return true
         }
@@ -149,14 +156,15 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
     /// Completes with the result of the future a flatMap step returned, and lets go of it: a finished
     /// link is not needed for cancellation, and keeping it would chain recursive flatMaps together.
+    @inlinable
     func innerDidComplete(with result: Result<Output>) {
-        let finished = withState { _ in inner.take() }
+        let finished = withLock { inner.take() }
         complete(with: result)
         _ = finished
     }
 
     override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
-        if let inner = withState({ _ in inner }) {
+        if let inner = withLock({ inner }) {
             return [(inner.future, inner.forwarder)]
         }
         return [(upstream, ObjectIdentifier(self))]
@@ -180,11 +188,14 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
 /// Completes a future with another future's result: the listener a flatMap step puts on the future
 /// its closure returned.
+@usableFromInline
 final class Forwarder<Input: Sendable, Output: Sendable>: FutureListener, Sendable {
-    let target: ChainedFuture<Input, Output>
+    @usableFromInline let target: ChainedFuture<Input, Output>
 
+    @inlinable
     init(target: ChainedFuture<Input, Output>) { self.target = target }
 
+    @inlinable
     func futureDidComplete(_ result: Result<Output>) {
         target.innerDidComplete(with: result)
     }

@@ -113,27 +113,27 @@ final class CombiningFuture<Output: Sendable>: Future<Output>, SlotReceiver, @un
         let future = CombiningFuture(inputs: inputs, rule: rule, cancelNonCompleted: cancelNonCompleted, file: file, line: line)
         for (index, input) in inputs.enumerated() {
             let slot = input.attach(future, index)
-            future.withState { _ in future.slots.append(slot) }
+            future.withLock { future.slots.append(slot) }
         }
         // An input that had already completed may have decided the outcome while later inputs were
         // still being attached: those are cancelled now.
-        if cancelNonCompleted, let decided = future.withState({ _ in future.decidedIndex }) {
+        if cancelNonCompleted, let decided = future.withLock({ future.decidedIndex }) {
             future.cancelInputs(except: decided)
         }
         return future
     }
 
     func slot(_ index: Int, didComplete result: Result<any Sendable>) {
-        let action = withState { _ in machine.slot(index, completedWithValue: result.value) }
+        let action = withLock { machine.slot(index, completedWithValue: result.value) }
         switch action {
         case .none:
             return
         case .completeWithAll:
             guard case .all(let assemble) = rule else { return }
-            let values = withState { _ in machine.values.map { $0! } }
+            let values = withLock { machine.values.map { $0! } }
             complete(with: .success(assemble(values)))
         case .completeWith(let index):
-            withState { _ in decidedIndex = index }
+            withLock { decidedIndex = index }
             switch (rule, result) {
             case (.first(let pick), .success(let value)):
                 complete(with: .success(pick(index, value)))
@@ -147,7 +147,7 @@ final class CombiningFuture<Output: Sendable>: Future<Output>, SlotReceiver, @un
     }
 
     private func cancelInputs(except winner: Int?) {
-        let slots = withState { _ in self.slots }
+        let slots = withLock { self.slots }
         for (index, input) in inputs.enumerated() where index != winner && index < slots.count {
             if input.upstream.removeListenerAndCancelIfUnobserved(slots[index]) {
                 Future<Output>.cancelUpstream(of: input.upstream)
@@ -156,7 +156,7 @@ final class CombiningFuture<Output: Sendable>: Future<Output>, SlotReceiver, @un
     }
 
     override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
-        let slots = withState { _ in self.slots }
+        let slots = withLock { self.slots }
         return zip(inputs, slots).map { ($0.upstream, $1) }
     }
 

@@ -20,12 +20,16 @@ extension Future {
     /// An error thrown by the operation fails the future. If the operation releases its completion
     /// callback without ever calling it, the future fails with ``FutureAbandonedError`` rather than
     /// leaving its observers waiting forever.
+    @inlinable
     public convenience init(
         on scheduler: Scheduler = .current,
         file: StaticString = #fileID, line: UInt = #line,
         onResult operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
     ) {
-        self.init(on: scheduler, file: file, line: line, operationWithMover: { completion, _ in try operation(completion) })
+        self.init(initialResult: nil, file: file, line: line)
+        let recipe = OperationRecipe(scheduler: scheduler, operation: .plain(operation))
+        recipeStorage = recipe
+        OperationRunner.start(self, recipe, isRepetition: false)
     }
 
     /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
@@ -39,6 +43,7 @@ extension Future {
     /// }
     /// session.onErrorRepeat(maxRepetitions: 2)   // logs in again on each repetition
     /// ```
+    @inlinable
     public convenience init(
         on scheduler: Scheduler = .current,
         file: StaticString = #fileID, line: UInt = #line,
@@ -47,16 +52,19 @@ extension Future {
         self.init(on: scheduler, file: file, line: line, operationWithMover: operation)
     }
 
+    @inlinable
     convenience init(
         on scheduler: Scheduler, file: StaticString, line: UInt,
         operationWithMover operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
     ) {
         self.init(initialResult: nil, file: file, line: line)
-        // The operation lives on in the future that runs it; see `OperationFuture`.
-        _ = OperationRunner(future: self, scheduler: scheduler, operation: operation, isRepetition: false)
+        let recipe = OperationRecipe(scheduler: scheduler, operation: .withMover(operation))
+        recipeStorage = recipe
+        OperationRunner.start(self, recipe, isRepetition: false)
     }
 
     /// Creates a future completed with `value`.
+    @inlinable
     public convenience init(_ value: Value, file: StaticString = #fileID, line: UInt = #line) {
         self.init(initialResult: .success(value), file: file, line: line)
     }
@@ -90,7 +98,7 @@ extension Future {
     /// Creates a future that never completes (until cancelled).
     public convenience init(_ forever: Forever, file: StaticString = #fileID, line: UInt = #line) {
         self.init(initialResult: nil, file: file, line: line)
-        lockedState.isForever = true
+        lockedIsForever = true
     }
 }
 
@@ -104,9 +112,14 @@ extension Future where Value == Void {
 /// Moves futures created outside a future's operation inside it, so that they are started again
 /// when that future is repeated. See ``Future/init(on:file:line:onResult:)-(_,_,(_,Mover)->_)``.
 public final class Mover: Sendable {
+    @usableFromInline
     let isRepetition: Bool
 
     init(isRepetition: Bool) { self.isRepetition = isRepetition }
+
+    /// The mover of a first run, and of a repetition: two instances serve every operation.
+    @usableFromInline static let firstRun = Mover(isRepetition: false)
+    @usableFromInline static let repetition = Mover(isRepetition: true)
 
     /// Returns `future` on the first run of the operation, and a fresh run of it on each repetition.
     public func moveInside<T>(_ future: Future<T>) -> Future<T> {
@@ -114,42 +127,62 @@ public final class Mover: Sendable {
     }
 }
 
-/// Holds what is needed to run a future's operation again, and gives the operation a completion
-/// callback that notices when it is released without having been called.
+/// Holds what is needed to run a future's operation again.
+@usableFromInline
 final class OperationRecipe<Value: Sendable>: Sendable {
-    let scheduler: Scheduler
-    let operation: @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
+    /// The operation as the user wrote it: stored unwrapped, so creating a future allocates no
+    /// adapter closure.
+    @usableFromInline
+    enum Operation: Sendable {
+        case plain(@Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
+        case withMover(@Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable)
+    }
 
-    init(scheduler: Scheduler, operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable) {
+    @usableFromInline let scheduler: Scheduler
+    @usableFromInline let operation: Operation
+
+    @inlinable
+    init(scheduler: Scheduler, operation: Operation) {
         self.scheduler = scheduler
         self.operation = operation
     }
+
+    /// Runs the operation once for `future`.
+    @inlinable
+    func run(for future: Future<Value>, isRepetition: Bool) {
+        let token = CompletionToken(future)
+        do {
+            let disposable: Disposable
+            switch operation {
+            case .plain(let operation):
+                disposable = try operation { token.complete(with: $0) }
+            case .withMover(let operation):
+                disposable = try operation({ token.complete(with: $0) }, isRepetition ? .repetition : .firstRun)
+            }
+            future.setDisposable(disposable)
+        } catch {
+            future.complete(with: .failure(error))
+        }
+    }
 }
 
-/// Starts an operation for a future.
-struct OperationRunner<Value: Sendable> {
-    @discardableResult
-    init(
-        future: Future<Value>, scheduler: Scheduler,
-        operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable,
-        isRepetition: Bool
-    ) {
-        let recipe = OperationRecipe(scheduler: scheduler, operation: operation)
-        future.recipeStorage = recipe
-        OperationRunner.start(future, recipe, isRepetition: isRepetition)
-    }
-
-    static func start(_ future: Future<Value>, _ recipe: OperationRecipe<Value>, isRepetition: Bool) {
-        let token = CompletionToken(future)
-        let run: @Sendable () -> Void = {
-            do {
-                let disposable = try recipe.operation({ token.complete(with: $0) }, Mover(isRepetition: isRepetition))
-                future.setDisposable(disposable)
-            } catch {
-                future.complete(with: .failure(error))
+/// Starts an operation for a future, on its scheduler.
+@usableFromInline
+enum OperationRunner {
+    @inlinable
+    static func start<Value>(_ future: Future<Value>, _ recipe: OperationRecipe<Value>, isRepetition: Bool) {
+        let context = ThreadContext.current
+        if recipe.scheduler.isImmediate(in: context) {
+            // Already there: run now, allocating no closure, unless nested too deep.
+            if context.enterImmediateFrame() {
+                recipe.run(for: future, isRepetition: isRepetition)
+                context.exitImmediateFrame()
+            } else {
+                context.deferredWork.append { recipe.run(for: future, isRepetition: isRepetition) }
             }
+        } else {
+            recipe.scheduler.async { recipe.run(for: future, isRepetition: isRepetition) }
         }
-        recipe.scheduler.async(execute: run)
     }
 }
 
@@ -159,13 +192,16 @@ struct OperationRunner<Value: Sendable> {
 /// The first call lets go of the future: an operation often keeps its callback (in a request object
 /// its closure captured), and the future keeps its operation for repetition, so holding on would tie
 /// the two together for good.
+@usableFromInline
 final class CompletionToken<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `future` is guarded by `lock`.
-    private let lock = FutureLock()
-    private var future: Future<Value>?
+    @usableFromInline let lock = FutureLock()
+    @usableFromInline @exclusivity(unchecked) var future: Future<Value>?
 
+    @inlinable
     init(_ future: Future<Value>) { self.future = future }
 
+    @inlinable
     func complete(with result: Result<Value>) {
         let future = lock.withLock { self.future.take() }
         future?.complete(with: result)

@@ -12,6 +12,7 @@ extension Future {
     ///     }
     /// }
     /// ```
+    @inlinable
     @discardableResult
     public final func onResult(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -23,6 +24,7 @@ extension Future {
     /// Runs `callback` with the value if the future succeeds, on `scheduler`.
     ///
     /// - Returns: a future that completes with the same result once `callback` ran.
+    @inlinable
     @discardableResult
     public final func onValue(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -34,6 +36,7 @@ extension Future {
     /// Runs `callback` with the error if the future fails (cancellation included), on `scheduler`.
     ///
     /// - Returns: a future that completes with the same result once `callback` ran.
+    @inlinable
     @discardableResult
     public final func onError(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -46,6 +49,7 @@ extension Future {
     ///
     /// - Returns: a future that completes with the same result; cancelling it runs `callback` and
     ///   cancels this future unless others still observe it.
+    @inlinable
     @discardableResult
     public final func onCancel(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -56,6 +60,7 @@ extension Future {
 
     /// Runs `callback` with the error if the future fails, or with ``FutureError/aborted`` if it is
     /// cancelled.
+    @inlinable
     @discardableResult
     public final func onErrorOrCancel(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -65,6 +70,7 @@ extension Future {
     }
 
     /// Runs `callback` once the future completes in any way (value, error or cancellation).
+    @inlinable
     @discardableResult
     public final func always(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,

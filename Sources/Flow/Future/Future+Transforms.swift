@@ -5,6 +5,7 @@ extension Future {
     /// ```swift
     /// let json: Future<JSON> = data(at: url).map { data in try JSON(data) }
     /// ```
+    @inlinable
     @discardableResult
     public final func map<Other>(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -14,6 +15,7 @@ extension Future {
     }
 
     /// A future with `transform` applied to this future's result, success or failure.
+    @inlinable
     @discardableResult
     public final func mapResult<Other>(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -28,6 +30,7 @@ extension Future {
     /// ```swift
     /// user(at: userURL).flatMap { user in friends(at: user.friendsURL) }
     /// ```
+    @inlinable
     @discardableResult
     public final func flatMap<Other>(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -37,6 +40,7 @@ extension Future {
     }
 
     /// A future that completes like the future `transform` returns for this future's result.
+    @inlinable
     @discardableResult
     public final func flatMapResult<Other>(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -51,6 +55,7 @@ extension Future {
     /// ```swift
     /// cachedAvatar().mapError { _ in placeholderAvatar }
     /// ```
+    @inlinable
     @discardableResult
     public final func mapError(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -61,6 +66,7 @@ extension Future {
 
     /// A future that recovers from this future's error with the future `transform` returns. A value
     /// passes through.
+    @inlinable
     @discardableResult
     public final func flatMapError(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -70,6 +76,7 @@ extension Future {
     }
 
     /// A future of `()` that completes when this one does, with its error if any.
+    @inlinable
     @discardableResult
     public final func toVoid() -> Future<Void> {
         ChainedFuture.make(self, .map { _ in () }, on: .none, file: #fileID, line: #line)
@@ -77,6 +84,7 @@ extension Future {
 
     /// A future that completes like this one, except that a cancellation (``FutureError/aborted``)
     /// becomes a future that never completes: for observers that should not hear about cancellation.
+    @inlinable
     @discardableResult
     public final func ignoreCanceling() -> Future<Value> {
         ChainedFuture<Value, Value>.make(self, .flatMapResult { result in
@@ -89,6 +97,7 @@ extension Future {
 
     /// A future that first runs `body` with this future's value and waits for the future it returns,
     /// then completes with this future's value (or the first error).
+    @inlinable
     @discardableResult
     public final func onValuePassItThrough<Other>(
         on scheduler: Scheduler = .current, _ body: @escaping @Sendable (Value) throws -> Future<Other>
@@ -98,6 +107,7 @@ extension Future {
 
     /// A future that first runs `body` with this future's error and waits for the future it returns,
     /// then fails with this future's error (or the first error `body` produced).
+    @inlinable
     @discardableResult
     public final func onErrorPassItThrough<Other>(
         on scheduler: Scheduler = .current, _ body: @escaping @Sendable (Error) throws -> Future<Other>
@@ -107,6 +117,7 @@ extension Future {
 
     /// A future that first runs `body` with this future's result and waits for the future it returns,
     /// then completes with this future's result (or the error `body` produced).
+    @inlinable
     @discardableResult
     public final func onResultPassItThrough<Other>(
         on scheduler: Scheduler = .current, _ body: @escaping @Sendable (Result<Value>) throws -> Future<Other>

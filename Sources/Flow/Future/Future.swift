@@ -26,50 +26,73 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: all mutable state is `lockedState`, guarded by `lock`. Values cross threads only
     // by being handed to callbacks on the schedulers that asked for them.
 
+    /// A continuation: the object to tell, and how to tell it. The closure is created where the
+    /// continuation is added, in inlinable code, so it is specialised for the concrete types; it
+    /// captures just `object`, which Swift uses as the closure's context (no allocation).
     @usableFromInline
-    struct State {
-        @usableFromInline var result: Result<Value>?
-        /// The first continuation, stored inline: most futures have exactly one.
-        @usableFromInline var firstListener: (any FutureListener<Value>)?
-        @usableFromInline var otherListeners: [any FutureListener<Value>] = []
-        /// What to dispose once the future completes or is cancelled (its operation's disposable).
-        @usableFromInline var disposable: Disposable?
-        /// For a ``Forever`` future: it never delivers a result, so it counts its continuations
-        /// instead of holding them (holding them would keep them alive in a cycle for good).
-        @usableFromInline var isForever = false
-        @usableFromInline var foreverObserverCount: Int32 = 0
+    struct Listener {
+        @usableFromInline let object: AnyObject
+        @usableFromInline let receive: (Result<Value>) -> Void
 
-        @usableFromInline
-        init(result: Result<Value>?) { self.result = result }
-
-        @usableFromInline
-        var hasListeners: Bool { firstListener != nil || foreverObserverCount > 0 }
+        @inlinable
+        init(object: AnyObject, receive: @escaping (Result<Value>) -> Void) {
+            self.object = object
+            self.receive = receive
+        }
     }
+
+    // The state, guarded by `lock`. These are stored properties of the class rather than one generic
+    // struct: code that is not specialised (deinitialisers, above all) reaches a class's fields through
+    // the object's own metadata, while a nested generic struct would need a metadata lookup each time.
+    // `final`, or code in other modules would go through dynamically dispatched accessors; exclusivity
+    // is the lock's job, so the runtime's dynamic checks are skipped.
 
     @usableFromInline
     let lock = FutureLock()
 
-    /// Guarded by `lock`.
-    @usableFromInline
-    var lockedState: State
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedResult: Result<Value>?
+
+    /// The first continuation, stored inline: most futures have exactly one.
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedFirstListener: Listener?
+
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedOtherListeners: [Listener] = []
+
+    /// What to dispose once the future completes or is cancelled (its operation's disposable).
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedDisposable: Disposable?
+
+    /// For a ``Forever`` future: it never delivers a result, so it counts its continuations instead of
+    /// holding them (holding them would keep them alive in a cycle for good).
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedIsForever = false
+
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedForeverObserverCount: Int32 = 0
+
+    @inlinable
+    final var lockedHasListeners: Bool { lockedFirstListener != nil || lockedForeverObserverCount > 0 }
 
     /// For a future made from an operation: how to run it again. Written once, before the future is
     /// shared.
-    var recipeStorage: OperationRecipe<Value>?
+    @usableFromInline
+    final var recipeStorage: OperationRecipe<Value>?
 
     #if DEBUG
-    let creationFile: StaticString
-    let creationLine: UInt
-    let liveCountScope: LiveFutureCount?
+    @usableFromInline let creationFile: StaticString
+    @usableFromInline let creationLine: UInt
+    @usableFromInline let liveCountScope: LiveFutureCount?
 
     /// Where this future was created, for descriptions and abandonment errors.
     var creationSite: String { "\(creationFile):\(creationLine)" }
     #endif
 
     /// Creates a future holding `result`, or a pending one when `result` is `nil`.
-    @usableFromInline
+    @inlinable
     init(initialResult result: Result<Value>?, file: StaticString, line: UInt, countedLike relative: LiveFutureCount? = nil) {
-        lockedState = State(result: result)
+        lockedResult = result
         #if DEBUG
         creationFile = file
         creationLine = line
@@ -78,15 +101,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         #endif
     }
 
-    /// Runs `body` with the state, under the lock.
+    /// Runs `body` under the lock: the `locked*` properties may be read and written inside it.
     @inlinable
-    final func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    final func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }
-        return try body(&lockedState)
+        return try body()
     }
 
     /// The live-future counter this future is counted by (debug builds), for futures derived from it.
+    @usableFromInline
     var liveCount: LiveFutureCount? {
         #if DEBUG
         return liveCountScope
@@ -101,13 +125,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         #endif
         // A pending future dropped with its continuations releases them without recursing down a
         // long chain (see `ThreadContext.pendingReleases`). Nothing else references this future now,
-        // so its state needs no lock.
-        if lockedState.firstListener != nil {
+        // so its state needs no lock. Each listener's object goes to the release queue, then the
+        // listener (whose closure holds the other reference) is dropped, leaving the queue the last
+        // owner.
+        if let first = lockedFirstListener {
             let context = ThreadContext.current
-            context.pendingReleases.append(lockedState.firstListener.take()!)
-            while !lockedState.otherListeners.isEmpty {
-                context.pendingReleases.append(lockedState.otherListeners.removeLast())
-            }
+            context.pendingReleases.append(first.object)
+            for other in lockedOtherListeners { context.pendingReleases.append(other.object) }
+            lockedFirstListener = nil
+            lockedOtherListeners = []
             context.drainPendingReleases()
         }
     }
@@ -118,80 +144,96 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// notifies the continuations in the order they were added.
     ///
     /// - Returns: whether this call completed the future.
-    @usableFromInline
+    @inlinable
     @discardableResult
     final func complete(with result: Result<Value>) -> Bool {
-        let taken = withState { state -> (completed: Bool, first: (any FutureListener<Value>)?, others: [any FutureListener<Value>], disposable: Disposable?)? in
-            guard state.result == nil else { return nil }
-            state.result = result
-            let taken = (true, state.firstListener, state.otherListeners, state.disposable)
-            state.firstListener = nil
-            state.otherListeners = []
-            state.disposable = nil
-            return taken
+        lock.lock()
+        guard lockedResult == nil else {
+            lock.unlock()
+            return false
         }
-        guard let taken else { return false }
-        taken.disposable?.dispose()
-        if let first = taken.first {
-            Future.notify(first, taken.others, of: result)
+        lockedResult = result
+        let first = lockedFirstListener.take()
+        let disposable = lockedDisposable.take()
+        let others = lockedOtherListeners.isEmpty ? [] : lockedOtherListeners
+        if !others.isEmpty { lockedOtherListeners = [] }
+        lock.unlock()
+        disposable?.dispose()
+        if let first {
+            Future.notify(first, others, of: result)
         }
         return true
     }
 
     /// Hands `result` to the listeners inside an immediate-execution frame, so that a chain of
     /// completions triggering completions goes to the thread's trampoline instead of the stack.
-    @usableFromInline
-    static func notify(_ first: any FutureListener<Value>, _ others: [any FutureListener<Value>], of result: Result<Value>) {
+    @inlinable
+    static func notify(_ first: Listener, _ others: [Listener], of result: Result<Value>) {
         let context = ThreadContext.current
-        if context.immediateDepth >= ThreadContext.maximumImmediateDepth {
+        guard context.enterImmediateFrame() else {
             context.deferredWork.append {
-                first.futureDidComplete(result)
-                for listener in others { listener.futureDidComplete(result) }
+                first.receive(result)
+                for listener in others { listener.receive(result) }
             }
             return
         }
-        context.immediateDepth += 1
-        first.futureDidComplete(result)
-        for listener in others { listener.futureDidComplete(result) }
-        if context.immediateDepth == 1 { context.drainDeferredWork() }
-        context.immediateDepth -= 1
+        first.receive(result)
+        for listener in others { listener.receive(result) }
+        context.exitImmediateFrame()
     }
 
     /// Adds a continuation, or hands it the result at once if the future already completed.
-    @usableFromInline
-    final func addListener(_ listener: any FutureListener<Value>) {
-        let completed = withState { state -> Result<Value>? in
-            if let result = state.result { return result }
-            if state.isForever {
-                state.foreverObserverCount += 1
-            } else if state.firstListener == nil {
-                state.firstListener = listener
-            } else {
-                state.otherListeners.append(listener)
-            }
-            return nil
-        }
-        if let completed {
+    @inlinable
+    final func addListener<L: FutureListener>(_ listener: L) where L.Input == Value {
+        addListener(Listener(object: listener, receive: { listener.futureDidComplete($0) }))
+    }
+
+    @inlinable
+    final func addListener(_ listener: Listener) {
+        lock.lock()
+        if let completed = lockedResult {
+            lock.unlock()
             Future.notify(listener, [], of: completed)
+            return
         }
+        if lockedIsForever {
+            lockedForeverObserverCount += 1
+        } else if lockedFirstListener == nil {
+            lockedFirstListener = listener
+        } else {
+            lockedOtherListeners.append(listener)
+        }
+        lock.unlock()
     }
 
     /// Stores the disposable of the operation, or disposes it now if the future already completed.
-    @usableFromInline
+    @inlinable
     final func setDisposable(_ disposable: Disposable) {
-        let alreadyCompleted = withState { state -> Bool in
-            guard state.result == nil else { return true }
-            state.disposable = disposable
-            return false
+        lock.lock()
+        guard lockedResult == nil else {
+            lock.unlock()
+            disposable.dispose()
+            return
         }
-        if alreadyCompleted { disposable.dispose() }
+        lockedDisposable = disposable
+        lock.unlock()
     }
 
     /// The result, if the future has completed.
-    public final var result: Result<Value>? { withState { $0.result } }
+    @inlinable
+    public final var result: Result<Value>? {
+        lock.lock()
+        defer { lock.unlock() }
+        return lockedResult
+    }
 
     /// Whether the future has completed (with a value, an error or by cancellation).
-    public final var isCompleted: Bool { withState { $0.result != nil } }
+    @inlinable
+    public final var isCompleted: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return lockedResult != nil
+    }
 
     // MARK: Cancellation
 
@@ -226,12 +268,10 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Returns: whether the future was cancelled.
     final func cancelIfUnobserved() -> Bool {
-        let disposable = withState { state -> Disposable?? in
-            guard state.result == nil, !state.hasListeners else { return nil }
-            state.result = .failure(FutureError.aborted)
-            let disposable = state.disposable
-            state.disposable = nil
-            return .some(disposable)
+        let disposable = withLock { () -> Disposable?? in
+            guard lockedResult == nil, !lockedHasListeners else { return nil }
+            lockedResult = .failure(FutureError.aborted)
+            return .some(lockedDisposable.take())
         }
         guard let disposable else { return false }
         disposable?.dispose()
@@ -278,20 +318,20 @@ extension Future: CancellableUpstream {
     /// - Returns: whether the future is now pending with no continuation.
     @discardableResult
     final func removeListener(_ listener: ObjectIdentifier) -> Bool {
-        withState { state -> Bool in
-            guard state.result == nil else { return false }
-            if state.isForever {
-                state.foreverObserverCount -= 1
-            } else if let first = state.firstListener, ObjectIdentifier(first) == listener {
-                if state.otherListeners.isEmpty {
-                    state.firstListener = nil
+        withLock { () -> Bool in
+            guard lockedResult == nil else { return false }
+            if lockedIsForever {
+                lockedForeverObserverCount -= 1
+            } else if let first = lockedFirstListener, ObjectIdentifier(first.object) == listener {
+                if lockedOtherListeners.isEmpty {
+                    lockedFirstListener = nil
                 } else {
-                    state.firstListener = state.otherListeners.removeFirst()
+                    lockedFirstListener = lockedOtherListeners.removeFirst()
                 }
-            } else if let index = state.otherListeners.firstIndex(where: { ObjectIdentifier($0) == listener }) {
-                state.otherListeners.remove(at: index)
+            } else if let index = lockedOtherListeners.firstIndex(where: { ObjectIdentifier($0.object) == listener }) {
+                lockedOtherListeners.remove(at: index)
             }
-            return !state.hasListeners
+            return !lockedHasListeners
         }
     }
 }
@@ -313,7 +353,8 @@ extension Future: CustomStringConvertible {
     }
 }
 
-/// A continuation of a future: told the result once, on the completing thread.
+/// A continuation of a future: told the result once, on the completing thread. Added with
+/// `addListener(_:)`, which calls it directly (no dynamic dispatch once specialised).
 @usableFromInline
 protocol FutureListener<Input>: AnyObject {
     associatedtype Input

@@ -31,8 +31,12 @@ public final class LiveFutureCount: Sendable {
         try await LiveFutureCount.$current.withValue(self, operation: body)
     }
 
+    @usableFromInline
     @TaskLocal static var current: LiveFutureCount?
 
+    @usableFromInline
     func increment() { count.add(1, ordering: .relaxed) }
+
+    @usableFromInline
     func decrement() { count.subtract(1, ordering: .releasing) }
 }

@@ -48,8 +48,8 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     func futureDidComplete(_ result: Result<Value>) {
-        let mayRepeat = withState { state -> Bool in
-            guard state.result == nil else { return false }
+        let mayRepeat = withLock { () -> Bool in
+            guard lockedResult == nil else { return false }
             return policy.maxRepetitions.map { repetitions < $0 } ?? true
         }
         guard mayRepeat else {
@@ -62,8 +62,8 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             decide(decided, for: result)
         } else {
             let listener = DecisionListener { [self] decided in decide(decided, for: result) }
-            let stillPending = withState { state -> Bool in
-                guard state.result == nil else { return false }
+            let stillPending = withLock { () -> Bool in
+                guard lockedResult == nil else { return false }
                 pendingDecision = (decision, ObjectIdentifier(listener))
                 return true
             }
@@ -73,24 +73,24 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     private func decide(_ decision: Result<Bool>, for result: Result<Value>) {
-        let stillPending = withState { state -> Bool in
+        let stillPending = withLock { () -> Bool in
             pendingDecision = nil
-            return state.result == nil
+            return lockedResult == nil
         }
         guard stillPending else { return }
         guard decision.value == true else {
             complete(with: result)  // a false or failing predicate ends with the last result
             return
         }
-        let repetition = withState { _ in
+        let repetition = withLock {
             repetitions += 1
             return repetitions
         }
         let delay = policy.delay(beforeRepetition: repetition)
         if delay > 0 {
             let timer = scheduler.async(after: delay) { [self] in startAttempt() }
-            let stillPending = withState { state -> Bool in
-                guard state.result == nil else { return false }
+            let stillPending = withLock { () -> Bool in
+                guard lockedResult == nil else { return false }
                 pendingDelay = timer
                 return true
             }
@@ -104,8 +104,8 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         // Checked before starting: a repetition cancelled during its delay must not run again.
         guard !isCompleted else { return }
         let fresh = original.makeFresh()
-        let stillPending = withState { state -> Bool in
-            guard state.result == nil else { return false }
+        let stillPending = withLock { () -> Bool in
+            guard lockedResult == nil else { return false }
             attempt = fresh
             pendingDelay = nil
             return true
@@ -118,7 +118,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     override func didCancel() {
-        let (delay, decision) = withState { _ in (pendingDelay.take(), pendingDecision.take()) }
+        let (delay, decision) = withLock { (pendingDelay.take(), pendingDecision.take()) }
         delay?.dispose()
         if let decision, decision.future.removeListenerAndCancelIfUnobserved(decision.listener) {
             Future<Value>.cancelUpstream(of: decision.future)
@@ -126,7 +126,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
-        [(withState { _ in attempt }, ObjectIdentifier(self))]
+        [(withLock { attempt }, ObjectIdentifier(self))]
     }
 
     override func makeFresh() -> Future<Value> {

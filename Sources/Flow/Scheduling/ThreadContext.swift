@@ -5,24 +5,29 @@ import CFlowSupport
 ///
 /// One instance per thread, reached through a C thread-local (see `CFlowSupport.h`), so that the
 /// question "am I already on this scheduler?" costs a few instructions. Only its own thread touches
-/// it, which is why it needs no lock.
+/// it, which is why it needs no lock, and why the runtime's exclusivity checks on its fields are
+/// turned off: they cost more than the work they guard.
 @usableFromInline
 final class ThreadContext {
     /// The scheduler whose work is running on this thread right now, if any.
     @usableFromInline
+    @exclusivity(unchecked)
     var currentScheduler: Scheduler?
 
     /// The event loop running on this thread right now, if any.
     @usableFromInline
+    @exclusivity(unchecked)
     var currentLoop: EventLoop?
 
     /// How many immediate executions are nested on this thread's stack.
     @usableFromInline
+    @exclusivity(unchecked)
     var immediateDepth = 0
 
     /// Work that asked to run immediately while ``immediateDepth`` was at ``maximumImmediateDepth``;
     /// the outermost immediate execution runs it once the stack has unwound.
     @usableFromInline
+    @exclusivity(unchecked)
     var deferredWork = JobQueue()
 
     /// Nesting allowed before immediate work is deferred to the trampoline. Low enough that even
@@ -78,6 +83,24 @@ final class ThreadContext {
         if immediateDepth == 1 {
             drainDeferredWork()
         }
+        immediateDepth -= 1
+    }
+
+    /// Opens an immediate-execution frame, unless the thread is already too deep.
+    ///
+    /// - Returns: whether the frame was opened; if so, the caller runs its work and then calls
+    ///   ``exitImmediateFrame()``. If not, the caller defers its work (``deferredWork``).
+    @inlinable
+    func enterImmediateFrame() -> Bool {
+        guard immediateDepth < ThreadContext.maximumImmediateDepth else { return false }
+        immediateDepth += 1
+        return true
+    }
+
+    /// Closes a frame opened by ``enterImmediateFrame()``; the outermost one runs deferred work.
+    @inlinable
+    func exitImmediateFrame() {
+        if immediateDepth == 1 { drainDeferredWork() }
         immediateDepth -= 1
     }
 

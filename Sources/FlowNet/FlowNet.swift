@@ -1,1 +1,0 @@
-// The FlowNet module; its contents are being written.

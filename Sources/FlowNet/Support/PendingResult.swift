@@ -1,0 +1,56 @@
+import Flow
+import Synchronization
+
+/// A result that loop code reports later, handed out as a ``Future``.
+///
+/// libuv reports through callbacks; this joins such a callback to a future whatever the order: the
+/// result may arrive before or after the future's operation has run.
+final class PendingResult<Value: Sendable>: Sendable {
+    private struct State {
+        var result: Result<Value>?
+        var completion: (@Sendable (Result<Value>) -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Whether ``complete(_:)`` has been called.
+    var isCompleted: Bool { state.withLock { $0.result != nil } }
+
+    /// A future completed by ``complete(_:)``. `onCancel` runs if the future is cancelled while the
+    /// result is still outstanding (on the cancelling thread).
+    func future(
+        file: StaticString = #fileID, line: UInt = #line, onCancel: (@Sendable () -> Void)? = nil
+    ) -> Future<Value> {
+        Future(on: .none, file: file, line: line) { [self] completion in
+            let early = state.withLock { state -> Result<Value>? in
+                if let result = state.result { return result }
+                state.completion = completion
+                return nil
+            }
+            if let early { completion(early) }
+            guard let onCancel else { return NilDisposer() }
+            // Disposed on completion as well as on cancellation: only the latter leaves us pending.
+            return Disposer { [self] in
+                if !isCompleted { onCancel() }
+            }
+        }
+    }
+
+    /// Completes the future unless already completed.
+    func complete(_ result: Result<Value>) {
+        let completion = state.withLock { state -> (@Sendable (Result<Value>) -> Void)? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            let completion = state.completion
+            state.completion = nil
+            return completion
+        }
+        completion?(result)
+    }
+
+    func succeed(_ value: Value) { complete(.success(value)) }
+
+    func fail(_ error: Error) { complete(.failure(error)) }
+}

@@ -1,0 +1,239 @@
+import CLibUV
+import Flow
+
+extension TCPConnection {
+    /// What a read handler is told: bytes, the end of the peer's data, or a failure.
+    ///
+    /// The bytes of ``bytes(_:)`` are valid only during the handler's call: copy what you keep
+    /// (``SharedBytes/init(copying:)``, `Array(buffer)`).
+    public enum ReadEvent {
+        /// Bytes received, valid until the handler returns.
+        case bytes(UnsafeRawBufferPointer)
+        /// The peer closed its side (or half-closed it with a shutdown): no more bytes will come.
+        /// Writing is still possible.
+        case endOfStream
+        /// Reading failed, for instance with `ECONNRESET`; close the connection.
+        case failed(EventLoopError)
+    }
+
+    /// Starts reading, calling `handler` with each chunk as it arrives: the fast path, with no copy
+    /// and no allocation per chunk. Loop context only. A connection has one way of reading: this, or
+    /// ``read()`` / ``chunks``.
+    ///
+    /// ```swift
+    /// connection.onRead { event in
+    ///     switch event {
+    ///     case .bytes(let bytes): connection.send(SharedBytes(copying: bytes))   // echo
+    ///     case .endOfStream, .failed: connection.close()
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The handler is dropped when the connection closes, so it may capture the connection.
+    public func onRead(_ handler: @escaping (ReadEvent) -> Void) {
+        loop.assertInLoopContext("TCPConnection.onRead")
+        switch readMode {
+        case .futures:
+            preconditionFailure("TCPConnection.onRead: the connection is already read with read() or chunks")
+        case .closed:
+            return
+        case .none, .handler:
+            readMode = .handler(handler)
+            if !isReadingPaused { startLibuvReading() }
+        }
+    }
+
+    /// Stops reading until ``resumeReading()``: the peer's bytes wait in the kernel, and once its
+    /// buffers fill up the peer's writes wait too. This is how a server slows down a client it cannot
+    /// keep up with (see ``whenWritable()``). Loop context only.
+    ///
+    /// ```swift
+    /// if !connection.isWritable {
+    ///     connection.pauseReading()
+    ///     connection.whenWritable().onValue { connection.resumeReading() }
+    /// }
+    /// ```
+    public func pauseReading() {
+        loop.assertInLoopContext("TCPConnection.pauseReading")
+        isReadingPaused = true
+        stopLibuvReading()
+    }
+
+    /// Reads again after ``pauseReading()``. Loop context only.
+    public func resumeReading() {
+        loop.assertInLoopContext("TCPConnection.resumeReading")
+        guard isReadingPaused else { return }
+        isReadingPaused = false
+        if case .handler = readMode { startLibuvReading() }
+    }
+
+    /// The next chunk of bytes, or `nil` once the peer has closed its side. Fails with the read error
+    /// (`ECONNRESET: connection reset by peer`), or `ECANCELED` if the connection is closed first.
+    /// Callable from any thread.
+    ///
+    /// Nothing is read from the socket while no ``read()`` is waiting: a reader that stops asking
+    /// slows the peer down instead of filling memory.
+    ///
+    /// ```swift
+    /// connection.read().onValue { chunk in
+    ///     if let chunk { print("got \(chunk.count) bytes") } else { print("peer closed") }
+    /// }
+    /// ```
+    public func read() -> Future<[UInt8]?> {
+        let pending = PendingResult<[UInt8]?>()
+        onLoop { [self] in
+            switch readMode {
+            case .handler:
+                preconditionFailure("TCPConnection.read(): the connection is already read with onRead(_:)")
+            case .closed:
+                pending.fail(EventLoopError.cancelledByClose)
+                return
+            case .none:
+                readMode = .futures(FutureReads())
+            case .futures:
+                break
+            }
+            guard case .futures(let reads) = readMode else { return }
+            reads.waiting.append(pending)
+            serveFutureReads(reads)
+        }
+        return pending.future(onCancel: { [self] in
+            onLoop { [self] in
+                guard case .futures(let reads) = readMode else { return }
+                reads.waiting.removeAll { $0 === pending }
+                serveFutureReads(reads)
+            }
+        })
+    }
+
+    /// The connection's bytes as an `AsyncSequence` of chunks, ending when the peer closes its side.
+    ///
+    /// ```swift
+    /// for try await chunk in connection.chunks {
+    ///     print("got \(chunk.count) bytes")
+    /// }
+    /// ```
+    public var chunks: TCPChunks { TCPChunks(connection: self) }
+
+    // MARK: libuv
+
+    func startLibuvReading() {
+        guard lifecycle == .open, !isReading, !hasReachedEnd else { return }
+        let status = uv_read_start(handle.asStream, { handle, _, buffer in
+            let connection = Owner.borrow(handle?.pointee.data, as: TCPConnection.self)
+            let readBuffer = connection.readBuffer
+            buffer?.pointee = uv_buf_init(readBuffer.base.assumingMemoryBound(to: CChar.self), UInt32(readBuffer.size))
+        }, { stream, count, _ in
+            let connection = Owner.borrow(stream?.pointee.data, as: TCPConnection.self)
+            connection.didRead(count)
+        })
+        if status == 0 {
+            isReading = true
+            loop.libuvStateDidChange()
+        } else {
+            // Reported from the loop, never from inside the call that asked to read.
+            let error = EventLoop.error(status)
+            loop.execute { [self] in
+                hasReachedEnd = true
+                deliver(.failed(error))
+            }
+        }
+    }
+
+    func stopLibuvReading() {
+        guard isReading, lifecycle == .open else { return }
+        uv_read_stop(handle.asStream)
+        isReading = false
+    }
+
+    private func didRead(_ count: Int) {
+        if count > 0 {
+            deliver(.bytes(UnsafeRawBufferPointer(start: readBuffer.base, count: count)))
+        } else if count == Int(UV_EOF.rawValue) {
+            hasReachedEnd = true
+            stopLibuvReading()
+            deliver(.endOfStream)
+        } else if count < 0 {
+            hasReachedEnd = true
+            stopLibuvReading()
+            deliver(.failed(EventLoop.error(Int32(count))))
+        }
+        // 0: libuv found nothing to read after all (EAGAIN).
+    }
+
+    private func deliver(_ event: ReadEvent) {
+        switch readMode {
+        case .handler(let handler):
+            handler(event)
+        case .futures(let reads):
+            switch event {
+            case .bytes(let bytes): reads.chunks.append(Array(bytes))
+            case .endOfStream: reads.end = .success(())
+            case .failed(let error): reads.end = .failure(error)
+            }
+            serveFutureReads(reads)
+        case .none, .closed:
+            break
+        }
+    }
+
+    /// Hands buffered chunks to waiting readers, and reads from the socket only while someone waits.
+    private func serveFutureReads(_ reads: FutureReads) {
+        while let reader = reads.waiting.first {
+            if let chunk = reads.popChunk() {
+                reads.waiting.removeFirst()
+                reader.succeed(chunk)
+            } else if let end = reads.end {
+                reads.waiting.removeFirst()
+                switch end {
+                case .success: reader.succeed(nil)
+                case .failure(let error): reader.fail(error)
+                }
+            } else {
+                break
+            }
+        }
+        if reads.waiting.isEmpty {
+            stopLibuvReading()
+        } else {
+            startLibuvReading()
+        }
+    }
+}
+
+/// How a connection is being read.
+enum ReadMode {
+    case none
+    case handler((TCPConnection.ReadEvent) -> Void)
+    case futures(FutureReads)
+    case closed
+
+    /// The readers still waiting for a chunk, removed from the mode.
+    func takeWaitingReaders() -> [PendingResult<[UInt8]?>] {
+        guard case .futures(let reads) = self else { return [] }
+        let waiting = reads.waiting
+        reads.waiting = []
+        return waiting
+    }
+}
+
+/// The state of ``TCPConnection/read()``: chunks read ahead of demand, readers waiting for one, and
+/// how the stream ended.
+final class FutureReads {
+    var chunks: [[UInt8]] = []
+    private var firstChunk = 0
+    var waiting: [PendingResult<[UInt8]?>] = []
+    /// `.success` at the end of the stream, `.failure` after a read error.
+    var end: Swift.Result<Void, EventLoopError>?
+
+    func popChunk() -> [UInt8]? {
+        guard firstChunk < chunks.count else { return nil }
+        let chunk = chunks[firstChunk]
+        firstChunk += 1
+        if firstChunk == chunks.count {
+            chunks.removeAll(keepingCapacity: true)
+            firstChunk = 0
+        }
+        return chunk
+    }
+}

@@ -1,0 +1,224 @@
+import CLibUV
+import Flow
+
+extension TCPConnection {
+    /// Writes `bytes`. The future completes once libuv has handed all of them to the kernel, and fails
+    /// with libuv's error (`EPIPE: broken pipe`, `ECONNRESET: connection reset by peer`) or with
+    /// `ECANCELED` if the connection is closed first. Writes go out in the order made. Callable from any
+    /// thread.
+    ///
+    /// A peer that does not read leaves the future pending once the kernel's buffers are full: a writer
+    /// that waits for each write before the next one never holds more than one write in memory.
+    ///
+    /// ```swift
+    /// let response = SharedBytes("HTTP/1.1 204 No Content\r\n\r\n")
+    /// connection.write(response).onValue { print("sent") }
+    /// ```
+    @discardableResult
+    public func write(_ bytes: SharedBytes) -> Future<Void> {
+        let written = PendingResult<Void>()
+        onLoop { [self] in
+            send(bytes) { error in
+                if let error { written.fail(error) } else { written.succeed(()) }
+            }
+        }
+        return written.future()
+    }
+
+    /// Writes a copy of `bytes`; see ``write(_:)-(SharedBytes)``.
+    ///
+    /// ```swift
+    /// connection.write([0x68, 0x69, 0x0a])
+    /// ```
+    @discardableResult
+    public func write(_ bytes: [UInt8]) -> Future<Void> {
+        write(SharedBytes(bytes))
+    }
+
+    /// Writes the UTF-8 encoding of `text`; see ``write(_:)-(SharedBytes)``.
+    ///
+    /// ```swift
+    /// connection.write("hello\n")
+    /// ```
+    @discardableResult
+    public func write(_ text: String) -> Future<Void> {
+        write(SharedBytes(text))
+    }
+
+    /// Writes `bytes` without making a future: the hot path for servers. `completion`, if given, runs on
+    /// the loop with `nil` once the kernel has the bytes, or with the error; never before this call
+    /// returns. Loop context only.
+    ///
+    /// ```swift
+    /// connection.send(cannedResponse)
+    /// ```
+    public func send(_ bytes: SharedBytes, completion: ((EventLoopError?) -> Void)? = nil) {
+        loop.assertInLoopContext("TCPConnection.send")
+        guard lifecycle == .open else {
+            if let completion { reportLater(completion, .cancelledByClose) }
+            return
+        }
+        precondition(bytes.count <= Int(UInt32.max), "TCPConnection.send: a single write is limited to 4 GiB")
+        let write = spareWriteRequests.popLast() ?? WriteRequest()
+        write.bytes = bytes
+        write.completion = completion
+        write.connection = self
+        write.request.pointee.data = Owner.retain(write)
+        var buffer = uv_buf_init(bytes.base.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+        let status = uv_write(write.request, handle.asStream, &buffer, 1) { request, status in
+            let write = Owner.release(request?.pointee.data, as: WriteRequest.self)
+            write.connection?.didWrite(write, status: status)
+        }
+        guard status == 0 else {
+            _ = Owner.release(write.request.pointee.data, as: WriteRequest.self)
+            write.reset()
+            if let completion { reportLater(completion, EventLoop.error(status)) }
+            return
+        }
+        loop.libuvStateDidChange()
+    }
+
+    /// Writes a copy of `bytes` (for instance a chunk a read handler got); see ``send(_:completion:)``.
+    ///
+    /// ```swift
+    /// connection.onRead { event in
+    ///     if case .bytes(let bytes) = event { connection.send(copying: bytes) }
+    /// }
+    /// ```
+    public func send(copying bytes: UnsafeRawBufferPointer, completion: ((EventLoopError?) -> Void)? = nil) {
+        send(SharedBytes(copying: bytes), completion: completion)
+    }
+
+    private func didWrite(_ write: WriteRequest, status: Int32) {
+        let completion = write.completion
+        write.reset()
+        // Requests are reused while the connection is open; once it closes they go with it.
+        if lifecycle == .open, spareWriteRequests.count < 8 {
+            spareWriteRequests.append(write)
+        }
+        completion?(status == 0 ? nil : EventLoop.error(status))
+        if !writabilityWaiters.isEmpty, lifecycle == .open, isWritable {
+            let waiters = writabilityWaiters
+            writabilityWaiters = []
+            for waiter in waiters { waiter.succeed(()) }
+        }
+    }
+
+    /// Calls `completion` from the loop, after the caller has returned.
+    private func reportLater(_ completion: @escaping (EventLoopError?) -> Void, _ error: EventLoopError) {
+        let report = LoopConfined(completion)
+        loop.execute { report.value(error) }
+    }
+
+    // MARK: Back-pressure
+
+    /// The bytes written but not yet taken by the kernel: what this connection holds in memory for a
+    /// peer that reads slowly (libuv's `uv_stream_get_write_queue_size`). Loop context only.
+    public var queuedWriteBytes: Int {
+        loop.assertInLoopContext("TCPConnection.queuedWriteBytes")
+        guard lifecycle == .open else { return 0 }
+        return uv_stream_get_write_queue_size(handle.asStream)
+    }
+
+    /// Whether ``queuedWriteBytes`` is below ``writeBufferLimit``: false means stop producing until
+    /// ``whenWritable()`` completes. Loop context only.
+    public var isWritable: Bool {
+        queuedWriteBytes < writeBufferLimit
+    }
+
+    /// Completes once ``isWritable`` is true (at once if it is already), or fails with `ECANCELED` if
+    /// the connection closes first. Callable from any thread.
+    ///
+    /// ```swift
+    /// connection.send(chunk)
+    /// if !connection.isWritable {
+    ///     connection.pauseReading()
+    ///     connection.whenWritable().onValue { connection.resumeReading() }
+    /// }
+    /// ```
+    public func whenWritable() -> Future<Void> {
+        let writable = PendingResult<Void>()
+        onLoop { [self] in
+            if lifecycle != .open {
+                writable.fail(EventLoopError.cancelledByClose)
+            } else if isWritable {
+                writable.succeed(())
+            } else {
+                writabilityWaiters.append(writable)
+            }
+        }
+        return writable.future()
+    }
+
+    // MARK: Half-close
+
+    /// Half-closes the connection: once the writes made so far have gone out, the peer reads the end of
+    /// the stream. Reading goes on until the peer closes its side. Callable from any thread.
+    ///
+    /// ```swift
+    /// connection.write("last words").flatMap { connection.shutdown() }
+    ///     .flatMap { connection.read() }   // the peer may still answer
+    /// ```
+    @discardableResult
+    public func shutdown() -> Future<Void> {
+        let done = PendingResult<Void>()
+        onLoop { [self] in
+            guard lifecycle == .open else {
+                done.fail(EventLoopError.cancelledByClose)
+                return
+            }
+            let request = ShutdownRequest(done)
+            request.request.pointee.data = Owner.retain(request)
+            let status = uv_shutdown(request.request, handle.asStream) { request, status in
+                let shutdown = Owner.release(request?.pointee.data, as: ShutdownRequest.self)
+                if status == 0 { shutdown.done.succeed(()) } else { shutdown.done.fail(EventLoop.error(status)) }
+            }
+            if status != 0 {
+                _ = Owner.release(request.request.pointee.data, as: ShutdownRequest.self)
+                done.fail(EventLoop.error(status))
+            } else {
+                loop.libuvStateDidChange()
+            }
+        }
+        return done.future()
+    }
+}
+
+/// A `uv_write_t` and what it writes. Reused by its connection while it stays open.
+final class WriteRequest {
+    let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+    /// Kept until libuv is done with the memory it points into.
+    var bytes: SharedBytes?
+    var completion: ((EventLoopError?) -> Void)?
+    var connection: TCPConnection?
+
+    func reset() {
+        bytes = nil
+        completion = nil
+        connection = nil
+    }
+
+    deinit {
+        request.deallocate()
+    }
+}
+
+/// A `uv_shutdown_t` and the result it reports.
+final class ShutdownRequest {
+    let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+    let done: PendingResult<Void>
+
+    init(_ done: PendingResult<Void>) { self.done = done }
+
+    deinit {
+        request.deallocate()
+    }
+}
+
+/// A value that is only used on one loop, carried through a `@Sendable` job queued on that same loop.
+struct LoopConfined<Value>: @unchecked Sendable {
+    // @unchecked Sendable: made on the loop, used by a job `EventLoop.execute` runs on the same loop.
+    let value: Value
+
+    init(_ value: Value) { self.value = value }
+}

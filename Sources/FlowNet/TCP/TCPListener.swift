@@ -1,0 +1,185 @@
+import CLibUV
+import Flow
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening TCP socket on an ``EventLoop``: hands each accepted connection to a handler.
+///
+/// ```swift
+/// let listener = try TCPListener.listen(host: "127.0.0.1", port: 0, on: .main) { connection in
+///     connection.onRead { event in
+///         if case .bytes(let bytes) = event { connection.send(copying: bytes) } else { connection.close() }
+///     }
+/// }
+/// print("listening on \(listener.localAddress)")   // 127.0.0.1:<a free port>
+/// try EventLoop.main.run()
+/// ```
+///
+/// The listener stays open until ``close()``; the loop's ``EventLoop/run()`` returns once it and every
+/// connection are closed. Accepted connections have Nagle's algorithm turned off.
+///
+/// Close listeners and connections before ``EventLoop/close()``: that call closes leftover libuv handles
+/// without telling their owners, whose memory then stays allocated.
+public final class TCPListener: @unchecked Sendable {
+    // @unchecked Sendable: the handle, `onAccept` and `isOpen` are used only in the loop's context;
+    // `listen` asserts it and `close()` hops to the loop.
+
+    /// The loop accepting connections.
+    public let loop: EventLoop
+    /// The address listened on; its port is the one chosen when listening on port 0.
+    public let localAddress: SocketAddress
+    /// The port listened on.
+    public var port: Int { localAddress.port }
+
+    private let handle: UnsafeMutablePointer<uv_tcp_t>
+    private let readBuffer = ReadBuffer()
+    private var onAccept: ((TCPConnection) -> Void)?
+    private var isOpen = true
+    private var closeWaiters: [PendingResult<Void>] = []
+    /// How many incoming connections failed before they could be accepted (the peer gave up, or the
+    /// process ran out of file descriptors). Loop context only.
+    public private(set) var failedAcceptCount = 0
+
+    /// Listens on the numeric `host` (`127.0.0.1`, `0.0.0.0`, `::1`, `::`) and `port`, 0 for any
+    /// free port. Loop context only.
+    ///
+    /// ```swift
+    /// let listener = try TCPListener.listen(port: 7000, on: .main) { connection in ... }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - backlog: how many connections the kernel queues before the loop accepts them.
+    ///   - reusePort: sets `SO_REUSEPORT` before binding, so that listeners on several loops share the
+    ///     port and the kernel spreads connections between them (see ``TCPListenerGroup``).
+    ///   - onAccept: called on the loop with each new connection; the handler owns it and must close it.
+    /// - Throws: libuv's error, such as `EADDRINUSE: address already in use`.
+    public static func listen(
+        host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
+        on loop: EventLoop = .main, onAccept: @escaping (TCPConnection) -> Void
+    ) throws(EventLoopError) -> TCPListener {
+        loop.assertInLoopContext("TCPListener.listen")
+        BrokenPipeSignal.ignored
+        let requested = try SocketAddress(host: host, port: port)
+        let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+        // `uv_tcp_init_ex` creates the socket now, so that options can be set before `bind`.
+        let status = uv_tcp_init_ex(loop.unsafeLoopPointer, handle, UInt32(requested.family))
+        guard status == 0 else {
+            handle.deallocate()
+            throw EventLoop.error(status)
+        }
+        // From here on the handle is registered with libuv: it must be closed, not just freed.
+        var failure: Int32 = 0
+        if reusePort {
+            var fd: uv_os_fd_t = -1
+            failure = uv_fileno(handle.asHandle, &fd)
+            if failure == 0 {
+                var enabled: Int32 = 1
+                if setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &enabled, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+                    failure = -errno
+                }
+            }
+        }
+        if failure == 0 {
+            failure = requested.withSockaddr { uv_tcp_bind(handle, $0, 0) }
+        }
+        var bound: SocketAddress?
+        if failure == 0 {
+            var storage = sockaddr_storage()
+            var length = Int32(MemoryLayout<sockaddr_storage>.size)
+            failure = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getsockname(handle, $0, &length) }
+            }
+            bound = SocketAddress(storage: storage)
+        }
+        let listener = TCPListener(loop: loop, handle: handle, localAddress: bound ?? requested, onAccept: onAccept)
+        if failure == 0 {
+            failure = uv_listen(handle.asStream, backlog) { server, status in
+                Owner.borrow(server?.pointee.data, as: TCPListener.self).accept(status: status)
+            }
+        }
+        guard failure == 0 else {
+            listener.beginClosing()
+            throw EventLoop.error(failure)
+        }
+        loop.libuvStateDidChange()
+        return listener
+    }
+
+    private init(loop: EventLoop, handle: UnsafeMutablePointer<uv_tcp_t>, localAddress: SocketAddress,
+                 onAccept: @escaping (TCPConnection) -> Void) {
+        self.loop = loop
+        self.handle = handle
+        self.localAddress = localAddress
+        self.onAccept = onAccept
+        handle.pointee.data = Owner.retain(self)
+    }
+
+    private func accept(status: Int32) {
+        guard status == 0, isOpen, let onAccept else {
+            failedAcceptCount += 1
+            return
+        }
+        let connection: TCPConnection
+        do {
+            connection = try TCPConnection(loop: loop, readBuffer: readBuffer)
+        } catch {
+            failedAcceptCount += 1
+            return
+        }
+        guard uv_accept(handle.asStream, connection.handle.asStream) == 0 else {
+            failedAcceptCount += 1
+            connection.beginClosing()
+            return
+        }
+        connection.setNoDelay(true)
+        onAccept(connection)
+    }
+
+    /// Stops listening. Connections already accepted stay open. The future completes once libuv has
+    /// closed the socket. Callable from any thread.
+    ///
+    /// ```swift
+    /// listener.close().onValue { print("no longer listening") }
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        let closed = PendingResult<Void>()
+        let run: @Sendable () -> Void = { [self] in
+            if isOpen {
+                closeWaiters.append(closed)
+                beginClosing()
+            } else if closeWaiters.isEmpty {
+                closed.succeed(())
+            } else {
+                closeWaiters.append(closed)
+            }
+        }
+        if loop.isInLoopContext { run() } else { loop.execute(run) }
+        return closed.future()
+    }
+
+    private func beginClosing() {
+        guard isOpen else { return }
+        isOpen = false
+        uv_close(handle.asHandle) { handle in
+            let listener = Owner.release(handle?.pointee.data, as: TCPListener.self)
+            listener.didClose()
+        }
+        loop.libuvStateDidChange()
+    }
+
+    private func didClose() {
+        handle.deallocate()
+        onAccept = nil
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.succeed(()) }
+    }
+}
+
+extension TCPListener: CustomStringConvertible {
+    /// `TCPListener(<address>)`.
+    public var description: String { "TCPListener(\(localAddress))" }
+}

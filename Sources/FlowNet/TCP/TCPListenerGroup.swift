@@ -1,0 +1,74 @@
+import Flow
+
+/// Listeners on several loops sharing one port, for servers that outgrow one core.
+///
+/// Each loop gets its own listening socket bound with `SO_REUSEPORT`, and the kernel spreads incoming
+/// connections between them; a connection then lives on the loop that accepted it, so loops share no
+/// state and take no locks. (The other design, accepting on one loop and passing sockets to the others,
+/// costs a cross-thread hop per connection and makes the accepting loop a bottleneck.) `SO_REUSEPORT`
+/// load balancing needs Linux 3.9 or later.
+///
+/// ```swift
+/// let loops = [EventLoop.main] + (1..<4).map { EventLoop.startOnNewThread(name: "worker-\($0)") }
+/// let group = try TCPListenerGroup.listen(port: 8080, loops: loops) { connection in
+///     serve(connection)   // runs on the loop that accepted the connection
+/// }
+/// print("listening on \(group.localAddress) with \(loops.count) loops")
+/// try EventLoop.main.run()
+/// ```
+public final class TCPListenerGroup: Sendable {
+    /// One listener per loop, in the order of the loops given.
+    public let listeners: [TCPListener]
+
+    /// The address all listeners share.
+    public var localAddress: SocketAddress { listeners[0].localAddress }
+
+    /// The port all listeners share (the one chosen when asked for port 0).
+    public var port: Int { localAddress.port }
+
+    private init(listeners: [TCPListener]) {
+        self.listeners = listeners
+    }
+
+    /// Listens on `host` and `port` on every loop in `loops`. With port 0 the first loop picks a free
+    /// port and the others join it.
+    ///
+    /// Each listener is made in its loop's context, waiting for it: every loop must be running on its
+    /// own thread (``EventLoop/startOnNewThread(name:)``) or be the caller's own loop.
+    ///
+    /// - Parameter onAccept: called on the accepting loop with each new connection.
+    /// - Throws: libuv's error from the first listener that fails; the listeners already made are
+    ///   closed.
+    public static func listen(
+        host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, loops: [EventLoop],
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) throws -> TCPListenerGroup {
+        precondition(!loops.isEmpty, "TCPListenerGroup.listen: give at least one loop")
+        var listeners: [TCPListener] = []
+        var sharedPort = port
+        do {
+            for loop in loops {
+                let listener = try loop.scheduler.sync { () throws -> TCPListener in
+                    try TCPListener.listen(
+                        host: host, port: sharedPort, backlog: backlog, reusePort: true, on: loop, onAccept: onAccept)
+                }
+                sharedPort = listener.port
+                listeners.append(listener)
+            }
+        } catch {
+            for listener in listeners { listener.close() }
+            throw error
+        }
+        return TCPListenerGroup(listeners: listeners)
+    }
+
+    /// Closes every listener; the future completes once all are closed. Callable from any thread.
+    ///
+    /// ```swift
+    /// group.close().onValue { print("stopped listening") }
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        join(listeners.map { $0.close() }).toVoid()
+    }
+}
