@@ -10,6 +10,12 @@ let package = Package(
         .library(name: "Deferred", targets: ["Deferred"]),
         .library(name: "FlowNet", targets: ["FlowNet"]),
     ],
+    dependencies: [
+        // `swift package generate-documentation` for the DocC catalogs.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // Property-based tests of the combinators against a reference model.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
     targets: [
         // libuv, as the system provides it (Debian: libuv1-dev).
         .systemLibrary(
@@ -42,6 +48,13 @@ let package = Package(
         .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe", "AsyncMainProbe"]),
         .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow"]),
         .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow"]),
+        .testTarget(
+            name: "FlowReliabilityTests",
+            dependencies: [
+                "Flow", "FlowTesting", "FlowTimers", "Deferred", "FlowNet", "EchoServer",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
         .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob"]),
     ],
     swiftLanguageModes: [.v6]
