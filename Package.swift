@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "FlowNet", dependencies: ["Flow", "CLibUV"]),
 
         // Programs: `swift run <Name>`.
-        .executableTarget(name: "Tour", dependencies: ["Flow"], path: "Examples/Tour"),
+        .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
         .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
         .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet"], path: "Examples/HTTPHello"),
         .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),

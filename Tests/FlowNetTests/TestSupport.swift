@@ -204,6 +204,12 @@ final class ExampleProcess {
         }
     }
 
+    /// Waits for the program to exit by itself and returns its exit status.
+    func waitForExit() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     /// Ends the program and waits for it.
     ///
     /// With SIGKILL: a child started from a Dispatch worker thread inherits that thread's signal mask,

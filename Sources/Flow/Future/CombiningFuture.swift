@@ -134,6 +134,9 @@ final class CombiningFuture<Output: Sendable>: Future<Output>, SlotReceiver, @un
             complete(with: .success(assemble(values)))
         case .completeWith(let index):
             withLock { decidedIndex = index }
+            // The losers are cancelled first, so that code continuing from this future never runs
+            // while they still hold their resources.
+            if cancelNonCompleted { cancelInputs(except: index) }
             switch (rule, result) {
             case (.first(let pick), .success(let value)):
                 complete(with: .success(pick(index, value)))
@@ -142,7 +145,6 @@ final class CombiningFuture<Output: Sendable>: Future<Output>, SlotReceiver, @un
             case (.all, .success):
                 return
             }
-            if cancelNonCompleted { cancelInputs(except: index) }
         }
     }
 
