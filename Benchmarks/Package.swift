@@ -41,6 +41,15 @@ let package = Package(
                 .product(name: "Flow", package: flowPackage),
             ]
         ),
+        // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.
+        .executableTarget(
+            name: "NIOHTTPHello",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -61,8 +61,10 @@ runWorkloadFromCommandLine([
         "deferred": queueWorkload { queue, _ in filled.upon(queue) { Shared.taskCounter &+= $0 } },
         "dispatch": queueWorkload { queue, _ in queue.async { Shared.taskCounter &+= 1 } },
     ],
+    // The case: `upon` to the loop's scheduler, from the loop (runs at once, as the scheduler
+    // promises), against a bare `loop.execute`.
     "P9-loop": [
-        "deferred": loopWorkload { loop in filled.upon(loop) { Shared.taskCounter &+= $0 } },
+        "deferred": loopWorkload { loop in filled.upon(loop.scheduler) { Shared.taskCounter &+= $0 } },
         "flow": loopWorkload { loop in loop.execute { Shared.taskCounter &+= 1 } },
     ],
 ])

@@ -24,6 +24,13 @@ let workloads: [String: [String: Workload]] = [
         "flow": FlowWorkloads.memory, "nio": NIOWorkloads.pendingFutureMemory,
         "libuv": ReferenceWorkloads.libuvPendingTimerMemory,
     ],
+    "P11-get-completed": ["flow": ConcurrencyWorkloads.flowGetCompleted, "nio": ConcurrencyWorkloads.nioGetCompleted],
+    "P11-get-pending": ["flow": ConcurrencyWorkloads.flowGetPending, "nio": ConcurrencyWorkloads.nioGetPending],
+    "P11-actor": [
+        "flow-loop-from-loop": ConcurrencyWorkloads.actorOnLoopFromLoop,
+        "flow-loop-from-pool": ConcurrencyWorkloads.actorOnLoopFromPool,
+        "default": ConcurrencyWorkloads.actorOnPool,
+    ],
 ]
 
 runWorkloadFromCommandLine(workloads)

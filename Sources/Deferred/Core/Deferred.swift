@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import Flow
 
 /// A value that is not known yet: filled once, by anyone, and read by everyone who asked.
 ///
@@ -20,18 +20,18 @@ import Synchronization
 /// ```
 public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     @usableFromInline
-    let state: Mutex<DeferredState<Value>>
+    let state: Locked<DeferredState<Value>>
 
     /// Creates a deferred value that is not filled yet.
     @inlinable
     public init() {
-        state = Mutex(.pending(UponQueue()))
+        state = Locked(.pending(UponQueue()))
     }
 
     /// Creates a deferred value that is filled with `value` already.
     @inlinable
     public init(filledWith value: Value) {
-        state = Mutex(.filled(value))
+        state = Locked(.filled(value))
     }
 
     /// Whether the value is filled.

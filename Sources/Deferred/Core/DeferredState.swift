@@ -1,3 +1,5 @@
+import Flow
+
 /// One closure waiting for a ``Deferred``'s value, and where to run it.
 @usableFromInline
 struct UponHandler<Value: Sendable>: Sendable {
@@ -16,11 +18,15 @@ struct UponHandler<Value: Sendable>: Sendable {
 
     @inlinable
     func submit(_ value: Value) {
-        if let executor {
-            executor.submit { [body] in body(value) }
-        } else {
+        guard let executor else {
             body(value)
+            return
         }
+        // A scheduler the caller already runs on takes the body at once, with no closure allocated.
+        if let scheduler = executor.executor as? Flow.Scheduler, scheduler.runIfImmediate({ body(value) }) {
+            return
+        }
+        executor.submit { [body] in body(value) }
     }
 }
 

@@ -84,7 +84,7 @@ private final class AsyncWaiter<Value: Sendable>: FutureListener, Sendable {
         case resumed
     }
 
-    private let state = Mutex(State.waiting)
+    private let state = Locked(State.waiting)
 
     func setContinuation(_ continuation: CheckedContinuation<Value, Error>) {
         let early = state.withLock { state -> Result<Value>? in

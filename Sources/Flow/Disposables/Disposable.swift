@@ -29,12 +29,12 @@ public struct NilDisposer: Disposable {
 /// return Disposer { task.cancel() }
 /// ```
 public final class Disposer: Disposable {
-    // Guarded by the mutex: the closure is taken out exactly once, then run outside the lock.
-    private let body: Mutex<(@Sendable () -> Void)?>
+    // Guarded by the lock: the closure is taken out exactly once, then run outside the lock.
+    private let body: Locked<(@Sendable () -> Void)?>
 
     /// Creates a disposer that runs `body` once when disposed or deinitialised.
     public init(_ body: @escaping @Sendable () -> Void) {
-        self.body = Mutex(body)
+        self.body = Locked(body)
     }
 
     /// Runs the closure if it has not run yet.
@@ -81,8 +81,8 @@ public final class DisposeBag: Disposable {
         var isDisposed = false
     }
 
-    // Guarded by the mutex; disposables are always disposed after it is released.
-    private let state = Mutex(State())
+    // Guarded by the lock; disposables are always disposed after it is released.
+    private let state = Locked(State())
 
     /// Creates an empty bag.
     public init() {}
@@ -166,10 +166,10 @@ extension DisposeBag {
 /// Work that runs at most once: when ``run()`` is called, unless ``dispose()`` was called first. Unlike
 /// ``Disposer`` it does nothing when released, so a caller may drop it without cancelling the work.
 final class CancellableWork: Disposable {
-    // Guarded by the mutex: whichever of run() and dispose() comes first takes the closure.
-    private let work: Mutex<(@Sendable () -> Void)?>
+    // Guarded by the lock: whichever of run() and dispose() comes first takes the closure.
+    private let work: Locked<(@Sendable () -> Void)?>
 
-    init(_ work: @escaping @Sendable () -> Void) { self.work = Mutex(work) }
+    init(_ work: @escaping @Sendable () -> Void) { self.work = Locked(work) }
 
     func run() {
         take()?()
@@ -189,15 +189,15 @@ final class CancellableWork: Disposable {
 }
 
 /// Keeps an object alive until disposed.
-// @unchecked Sendable: the object is never read, only released; the mutex guards that release.
+// @unchecked Sendable: the object is never read, only released; the lock guards that release.
 private final class HeldObject: Disposable, @unchecked Sendable {
     private struct Reference: @unchecked Sendable {
         let object: AnyObject
     }
 
-    private let reference: Mutex<Reference?>
+    private let reference: Locked<Reference?>
 
-    init(_ object: AnyObject) { reference = Mutex(Reference(object: object)) }
+    init(_ object: AnyObject) { reference = Locked(Reference(object: object)) }
 
     func dispose() {
         let released = reference.withLock { reference in

@@ -25,7 +25,7 @@ import Glibc
 public final class EventLoop: @unchecked Sendable {
     // @unchecked Sendable: the libuv structures and every `loop*` property below are touched only in
     // the loop's context (the thread inside `run()`, or the main queue for the main loop);
-    // `submissions` is guarded by its mutex; `lifecycle`, `keepAliveCount` and `isStopRequested` are
+    // `submissions` is guarded by its lock; `lifecycle`, `keepAliveCount` and `isStopRequested` are
     // atomics.
 
     // MARK: Loop-context state
@@ -35,6 +35,10 @@ public final class EventLoop: @unchecked Sendable {
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeHandle: UnsafeMutablePointer<uv_async_t>
     private let deadlineTimer: UnsafeMutablePointer<uv_timer_t>
+    /// Active while the loop's own queue holds work: libuv then polls for I/O without blocking and
+    /// calls back to drain it. Cheaper than waking the loop through its eventfd (a system call).
+    private let drainHandle: UnsafeMutablePointer<uv_idle_t>
+    private var loopIsDrainHandleActive = false
     @exclusivity(unchecked)
     private var loopJobs = WorkQueue<LoopWork>()
     @exclusivity(unchecked)
@@ -75,7 +79,7 @@ public final class EventLoop: @unchecked Sendable {
         var isClosed = false
     }
 
-    private let submissions = Mutex(Submissions())
+    private let submissions = Locked(Submissions())
     private let lifecycle = Atomic<Int>(Lifecycle.idle)
     private let keepAliveCount = Atomic<Int>(0)
     private let isStopRequested = Atomic<Bool>(false)
@@ -114,16 +118,19 @@ public final class EventLoop: @unchecked Sendable {
         precondition(status == 0, "EventLoop: uv_loop_init failed: \(EventLoop.describe(status))")
         wakeHandle = .allocate(capacity: 1)
         deadlineTimer = .allocate(capacity: 1)
+        drainHandle = .allocate(capacity: 1)
         uv_async_init(uvLoop, wakeHandle) { handle in
             EventLoop.owner(of: handle).drainSubmittedWork()
         }
         uv_timer_init(uvLoop, deadlineTimer)
+        uv_idle_init(uvLoop, drainHandle)
         // The wake-up handle must not keep the loop alive by itself: a program whose work is done exits.
         uv_unref(UnsafeMutableRawPointer(wakeHandle).assumingMemoryBound(to: uv_handle_t.self))
         let opaqueSelf = Unmanaged.passUnretained(self).toOpaque()
         uvLoop.pointee.data = opaqueSelf
         wakeHandle.pointee.data = opaqueSelf
         deadlineTimer.pointee.data = opaqueSelf
+        drainHandle.pointee.data = opaqueSelf
         scheduler = Scheduler(loop: self)
     }
 
@@ -150,7 +157,7 @@ public final class EventLoop: @unchecked Sendable {
         return loop
     }
 
-    private let ownThread = Mutex<LoopThread?>(nil)
+    private let ownThread = Locked<LoopThread?>(nil)
 
     // MARK: Running
 
@@ -287,10 +294,30 @@ public final class EventLoop: @unchecked Sendable {
     @inline(__always)
     private func enqueueInLoop(_ job: LoopWork) {
         loopJobs.append(job)
-        if !loopIsDraining && loopJobs.count == 1 {
-            wake()
+        if !loopIsDraining && !loopIsDrainHandleActive {
+            activateDrainHandle()
         }
     }
+
+    private func activateDrainHandle() {
+        guard !loopIsDrainHandleActive, lifecycle.load(ordering: .relaxed) < Lifecycle.closed else { return }
+        loopIsDrainHandleActive = true
+        uv_idle_start(drainHandle) { handle in
+            EventLoop.owner(of: handle).drainSubmittedWork()
+        }
+        mainQueueEmbedding?.loopDidChange()
+    }
+
+    private func deactivateDrainHandle() {
+        guard loopIsDrainHandleActive else { return }
+        loopIsDrainHandleActive = false
+        uv_idle_stop(drainHandle)
+    }
+
+    /// How many of the loop's own jobs one drain runs before letting libuv poll for I/O: enough that
+    /// work handed back and forth on the loop (an actor and its caller) rarely waits for a poll, few
+    /// enough that a job re-queueing itself forever cannot starve I/O.
+    private static let jobsPerDrain = 4096
 
     private func enqueueFromOutside(_ job: LoopWork) throws(EventLoopError) {
         let isFirst = try submissions.withLock { (submissions: inout Submissions) throws(EventLoopError) -> Bool in
@@ -330,14 +357,16 @@ public final class EventLoop: @unchecked Sendable {
             work.run(on: self)
         }
         loopSpareBatch.removeAll(keepingCapacity: true)
-        var generation = loopJobs.count
-        while generation > 0, let work = loopJobs.popFirst() {
+        var budget = EventLoop.jobsPerDrain
+        while budget > 0, let work = loopJobs.popFirst() {
             work.run(on: self)
-            generation -= 1
+            budget -= 1
         }
         loopIsDraining = false
-        if !loopJobs.isEmpty {
-            wake()
+        if loopJobs.isEmpty {
+            deactivateDrainHandle()
+        } else {
+            activateDrainHandle()
         }
     }
 
@@ -551,6 +580,7 @@ public final class EventLoop: @unchecked Sendable {
             uvLoop.deallocate()
             wakeHandle.deallocate()
             deadlineTimer.deallocate()
+            drainHandle.deallocate()
         }
     }
 

@@ -133,6 +133,24 @@ public final class Scheduler: Sendable {
         }
     }
 
+    /// Runs `work` now if the caller is already executing on this scheduler (and not nested too deep
+    /// for the stack), and says so; otherwise does nothing and returns `false`. For callers that have
+    /// a cheaper way to run work than handing a closure to ``async(execute:)``.
+    ///
+    /// ```swift
+    /// if !scheduler.runIfImmediate({ handle(value) }) {
+    ///     scheduler.async { handle(value) }
+    /// }
+    /// ```
+    @inlinable
+    public func runIfImmediate(_ work: () -> Void) -> Bool {
+        let context = ThreadContext.current
+        guard isImmediate(in: context), context.enterImmediateFrame() else { return false }
+        work()
+        context.exitImmediateFrame()
+        return true
+    }
+
     /// Runs `work` later on this scheduler, never before returning, even when already executing on it.
     @usableFromInline
     func enqueue(_ work: @escaping @Sendable () -> Void) {

@@ -11,7 +11,7 @@ final class PendingResult<Value: Sendable>: Sendable {
         var completion: (@Sendable (Result<Value>) -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init() {}
 
