@@ -34,7 +34,7 @@ extension Future {
 
     /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
     /// futures created outside the operation and moved inside with it are started again when this
-    /// future is repeated (see ``onErrorRepeat(delayBetweenRepetitions:maxRepetitions:when:)``).
+    /// future is repeated (see ``Future/onErrorRepeat(delayBetweenRepetitions:maxRepetitions:file:line:when:)``).
     ///
     /// ```swift
     /// let login = loginFuture()
@@ -110,7 +110,7 @@ extension Future where Value == Void {
 }
 
 /// Moves futures created outside a future's operation inside it, so that they are started again
-/// when that future is repeated. See ``Future/init(on:file:line:onResult:)-(_,_,(_,Mover)->_)``.
+/// when that future is repeated. See ``Future/init(on:file:line:onResult:)-(_,_,_,((Result<Value>)->Void,Mover)->Disposable)``.
 public final class Mover: Sendable {
     @usableFromInline
     let isRepetition: Bool

@@ -18,7 +18,7 @@ extension Swift.Result {
     }
 }
 
-/// One of two values: the result of ``select(_:or:cancelNonCompleted:)``.
+/// One of two values: the result of ``select(_:or:cancelNonCompleted:file:line:)``.
 public enum Either<Left, Right> {
     /// The first alternative.
     case left(Left)
@@ -67,7 +67,7 @@ public struct FutureAbandonedError: Error, CustomStringConvertible {
     }
 }
 
-/// A marker for ``Future/init(_:)-(Forever)``: a future that never completes.
+/// A marker for ``Future/init(_:file:line:)-(Forever,_,_)``: a future that never completes.
 public enum Forever: Sendable {
     /// Never.
     case forever

@@ -220,7 +220,7 @@ public final class Scheduler: Sendable {
         }
     }
 
-    /// Runs throwing `work` in this scheduler's context like ``sync(execute:)-(()->T)``, rethrowing
+    /// Runs throwing `work` in this scheduler's context like the non-throwing `sync(execute:)`, rethrowing
     /// its error.
     public func sync<T>(execute work: () throws -> T) throws -> T {
         let outcome: Swift.Result<T, Error> = sync { Swift.Result { try work() } }
@@ -228,12 +228,12 @@ public final class Scheduler: Sendable {
     }
 
     /// Runs `work` in this scheduler's context: at once if the scheduler is immediate (see
-    /// ``isImmediate``), otherwise as ``sync(execute:)-(()->T)``.
+    /// ``isImmediate``), otherwise as `sync(execute:)`.
     public func perform<T>(work: () -> T) -> T {
         sync(execute: work)
     }
 
-    /// Runs throwing `work` in this scheduler's context, as ``perform(work:)-(()->T)``.
+    /// Runs throwing `work` in this scheduler's context, as the non-throwing `perform(work:)`.
     public func perform<T>(work: () throws -> T) throws -> T {
         try sync(execute: work)
     }
