@@ -58,6 +58,12 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     ///   - body: the work to do with the value.
     @inlinable
     public func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void) {
+        // The common case on a loop: the value is there and the caller already runs on the scheduler
+        // asked for. The body then runs at once, and nothing is allocated or queued.
+        if let scheduler = executor as? Flow.Scheduler, let value = state.withLock({ $0.settledValue }),
+            scheduler.runIfImmediate({ body(value) }) {
+            return
+        }
         upon(UponHandler(executor: ExecutorReference(executor), body: body))
     }
 

@@ -85,6 +85,14 @@ enum DeferredState<Value: Sendable>: Sendable {
         }
     }
 
+    /// The value once filled and every closure given before has been submitted: a closure given now
+    /// may run at once without overtaking them.
+    @inlinable
+    var settledValue: Value? {
+        if case .filled(let value) = self { return value }
+        return nil
+    }
+
     /// Queues `handler` unless the value is filled and nothing is left to submit, in which case it
     /// returns the value so that the caller submits `handler` itself, outside the lock.
     @inlinable
