@@ -92,8 +92,14 @@ public final class EventLoop: @unchecked Sendable {
         static let closed = 3
     }
 
-    /// The scheduler that runs work on this loop.
-    public private(set) var scheduler: Scheduler!
+    /// The scheduler that runs work on this loop. Schedulers of the same loop are equal.
+    ///
+    /// A scheduler keeps its loop alive; the loop does not keep a scheduler (that would be a cycle,
+    /// and a loop could never be freed), so this makes a small one on each call, except for the main
+    /// loop's, which lives for the whole program.
+    public var scheduler: Scheduler {
+        isMainLoop ? Scheduler.mainLoopScheduler : Scheduler(loop: self)
+    }
 
     /// A short name for logs and descriptions.
     public let name: String
@@ -131,7 +137,6 @@ public final class EventLoop: @unchecked Sendable {
         wakeHandle.pointee.data = opaqueSelf
         deadlineTimer.pointee.data = opaqueSelf
         drainHandle.pointee.data = opaqueSelf
-        scheduler = Scheduler(loop: self)
     }
 
     /// The main thread's loop, behind ``Scheduler/main``.
@@ -154,6 +159,10 @@ public final class EventLoop: @unchecked Sendable {
         let thread = LoopThread(loop: loop, keepAlive: keepAlive)
         loop.ownThread.withLock { $0 = thread }
         thread.start()
+        // Return once the loop runs on its thread, so that nobody else can start running it first.
+        let running = DispatchSemaphore(value: 0)
+        loop.execute { running.signal() }
+        running.wait()
         return loop
     }
 
@@ -170,6 +179,8 @@ public final class EventLoop: @unchecked Sendable {
         try beginRunning()
         defer { endRunning() }
         let context = ThreadContext.current
+        // One scheduler for the whole run: it is what `Scheduler.current` answers in the loop's work.
+        let scheduler = self.scheduler
         context.run(as: scheduler, loop: self) {
             mainQueueEmbedding?.suspend()
             attachMainQueueDrainIfOnMainThread()
@@ -581,6 +592,13 @@ public final class EventLoop: @unchecked Sendable {
             wakeHandle.deallocate()
             deadlineTimer.deallocate()
             drainHandle.deallocate()
+        }
+    }
+
+    deinit {
+        // Nothing can run the loop any more (running it holds a reference): release what libuv holds.
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.idle {
+            try? close()
         }
     }
 

@@ -86,7 +86,10 @@ public final class Scheduler: Sendable {
     // MARK: Well-known schedulers
 
     /// The main event loop (``EventLoop/main``), running on the main thread.
-    public static var main: Scheduler { EventLoop.main.scheduler }
+    public static var main: Scheduler { mainLoopScheduler }
+
+    /// The main loop's scheduler, made once: the main loop lives for the whole program.
+    static let mainLoopScheduler = Scheduler(loop: EventLoop.main)
 
     /// A serial Dispatch queue for background work.
     public static let background = Scheduler(label: "flow.background")
