@@ -55,7 +55,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob"]),
+        .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob", "Tour"]),
     ],
     swiftLanguageModes: [.v6]
 )
