@@ -483,8 +483,6 @@ public final class EventLoop: @unchecked Sendable {
         armDeadlineTimer()
     }
 
-    /// How many deadlines are pending. Loop context only; for tests and diagnostics.
-    var pendingDeadlineCount: Int { loopDeadlines.count }
 
     // MARK: Loop context
 

@@ -298,9 +298,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// again. A future with nothing to re-run (a completed value, ``Forever``) returns itself.
     func makeFresh() -> Future<Value> {
         guard let recipe = recipeStorage else { return self }
-        let fresh = Future(initialResult: nil, file: "(repetition)", line: 0, countedLike: liveCount)
+        // A repetition is the same operation: in debug builds it names the original's creation site.
         #if DEBUG
-        // Name the original's site: the repetition is the same operation.
+        let fresh = Future(initialResult: nil, file: creationFile, line: creationLine, countedLike: liveCount)
+        #else
+        let fresh = Future(initialResult: nil, file: "(repetition)", line: 0, countedLike: liveCount)
         #endif
         fresh.recipeStorage = recipe
         OperationRunner.start(fresh, recipe, isRepetition: true)
