@@ -93,11 +93,14 @@ extension Trait where Self == ChecksLiveFutures {
     static var checksLiveFutures: ChecksLiveFutures { ChecksLiveFutures() }
 }
 
-/// The environment for a child process: this one's, except that under AddressSanitizer the child
-/// neither symbolizes reports (the symbolizer would hold the output pipe open after the child exits)
-/// nor checks for leaks at exit (a program that exits mid-work is not leaking).
+/// The environment for a child process: this one's, except that the child that traps on purpose does
+/// not start Swift's backtracer (a `swift-backtrace` process inherits the output pipes and, under the
+/// sanitizers, outlives the child, so the pipes never reach their end), and under AddressSanitizer it
+/// neither symbolizes reports nor checks for leaks at exit (a program that exits mid-work is not
+/// leaking).
 func childEnvironment() -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
+    environment["SWIFT_BACKTRACE"] = "enable=no"
     let asanOptions = environment["ASAN_OPTIONS"].map { $0 + ":" } ?? ""
     environment["ASAN_OPTIONS"] = asanOptions + "symbolize=0:detect_leaks=0"
     return environment
