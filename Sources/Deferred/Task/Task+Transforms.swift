@@ -93,7 +93,7 @@ extension Task {
         upon executor: any Executor = defaultExecutor(),
         start: @escaping @Sendable (Success) throws -> Task<NewSuccess>
     ) -> Task<NewSuccess> {
-        let chain = ChainCancellation(cancellingFirstStep: cancellation.cancel)
+        let chain = TaskCancellation(cancellation.cancel)
         let outcome = Deferred<Task<NewSuccess>.Result>()
         upon(executor) { result in
             do {
@@ -159,7 +159,7 @@ extension Task {
         upon executor: any Executor = defaultExecutor(),
         to restart: @escaping @Sendable (any Error) throws -> Task<Success>
     ) -> Task<Success> {
-        let chain = ChainCancellation(cancellingFirstStep: cancellation.cancel)
+        let chain = TaskCancellation(cancellation.cancel)
         let outcome = Deferred<Result>()
         upon(executor) { result in
             guard case .failure(let error) = result else {
@@ -210,7 +210,7 @@ extension Task {
         to startTask: @escaping @Sendable () throws -> Task<Success>
     ) -> Task<Success> {
         let outcome = Deferred<Result>()
-        let chain = ChainCancellation()
+        let chain = TaskCancellation()
         let attempts = RepeatedAttempts(
             executor: ExecutorReference(executor), outcome: outcome, chain: chain,
             shouldRetry: shouldRetry, startTask: startTask)
@@ -223,7 +223,7 @@ extension Task {
 private struct RepeatedAttempts<Success: Sendable>: Sendable {
     let executor: ExecutorReference
     let outcome: Deferred<Task<Success>.Result>
-    let chain: ChainCancellation
+    let chain: TaskCancellation
     let shouldRetry: @Sendable (any Error) -> Bool
     let startTask: @Sendable () throws -> Task<Success>
 

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import Flow
 
 /// A future outcome of work that can fail and that can be asked to stop: a ``Future`` of a `Result`
 /// with a cancellation handler.
@@ -135,41 +135,54 @@ public final class Task<Success: Sendable>: FutureProtocol {
     }
 }
 
-/// A task's cancellation handler: run once, by the first ``Task/cancel()``, and dropped once the task
-/// finished.
+/// What cancelling a task does: run, once, the handler of the step running now.
+///
+/// A task made of steps that start one after another (``Task/andThen(upon:start:)``,
+/// ``Task/fallback(upon:to:)``, ``Task/repeat(upon:count:continuingIf:to:)``) records each step as it
+/// starts; once cancelled, a step that starts later is cancelled at once. The handler is dropped once
+/// the task finished.
 @usableFromInline
 final class TaskCancellation: Sendable {
     private struct State {
-        var handler: (@Sendable () -> Void)?
+        var cancelCurrentStep: (@Sendable () -> Void)?
         var isCancelled = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
-    init(_ handler: (@Sendable () -> Void)?) {
-        state = Mutex(State(handler: handler))
+    init(_ handler: (@Sendable () -> Void)? = nil) {
+        state = Locked(State(cancelCurrentStep: handler))
     }
 
     var isCancelled: Bool {
         state.withLock { $0.isCancelled }
     }
 
+    /// Cancels the step running now, and marks the task so that later steps are cancelled as they start.
     func cancel() {
-        let handler = state.withLock { state in
+        let cancelCurrentStep = state.withLock { state in
             state.isCancelled = true
-            let handler = state.handler
-            state.handler = nil
-            return handler
+            return state.cancelCurrentStep.take()
         }
-        handler?()
+        cancelCurrentStep?()
     }
 
-    func discardHandler() {
-        let handler = state.withLock { state in
-            let handler = state.handler
-            state.handler = nil
-            return handler
+    /// Records the step that runs now; cancels it at once if the task was cancelled.
+    func started<StepSuccess>(_ step: Task<StepSuccess>) {
+        let isCancelled = state.withLock { state in
+            if !state.isCancelled {
+                state.cancelCurrentStep = { step.cancel() }
+            }
+            return state.isCancelled
         }
+        if isCancelled {
+            step.cancel()
+        }
+    }
+
+    /// Drops the handler without running it: the task finished.
+    func discardHandler() {
+        let handler = state.withLock { $0.cancelCurrentStep.take() }
         // Released here, outside the lock: its captures' deinitializers may run user code.
         _ = handler
     }
