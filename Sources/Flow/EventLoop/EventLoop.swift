@@ -331,14 +331,15 @@ public final class EventLoop: @unchecked Sendable {
     private static let jobsPerDrain = 4096
 
     private func enqueueFromOutside(_ job: LoopWork) throws(EventLoopError) {
-        let isFirst = try submissions.withLock { (submissions: inout Submissions) throws(EventLoopError) -> Bool in
+        try submissions.withLock { (submissions: inout Submissions) throws(EventLoopError) in
             guard !submissions.isClosed else { throw EventLoopError.closed }
             submissions.jobs.append(job)
-            return submissions.jobs.count == 1
+            // libuv coalesces wake-ups, and the drain takes everything queued: only the first job of a
+            // batch wakes the loop. Sent under the lock, like `wake()`, so never after `close()`.
+            if submissions.jobs.count == 1 {
+                uv_async_send(wakeHandle)
+            }
         }
-        // libuv coalesces wake-ups, and the drain takes everything queued: only the first job of a
-        // batch needs to wake the loop.
-        if isFirst { wake() }
     }
 
     private func wake() {

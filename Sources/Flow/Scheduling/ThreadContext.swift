@@ -74,16 +74,12 @@ final class ThreadContext {
     /// thread, in the current scheduler's context, before control leaves that context.
     @inlinable
     func runImmediately(_ work: @escaping () -> Void) {
-        if immediateDepth >= ThreadContext.maximumImmediateDepth {
+        guard enterImmediateFrame() else {
             deferredWork.append(work)
             return
         }
-        immediateDepth += 1
         work()
-        if immediateDepth == 1 {
-            drainDeferredWork()
-        }
-        immediateDepth -= 1
+        exitImmediateFrame()
     }
 
     /// Opens an immediate-execution frame, unless the thread is already too deep.
