@@ -27,14 +27,15 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     // @unchecked Sendable: `upstream`, `step` and `scheduler` are immutable; `inner` is guarded by the
     // inherited lock.
     /// Kept for repetition (a fresh run re-derives from a fresh upstream) and for cancellation;
-    /// optional only so that the deinitialiser can move it out.
-    @usableFromInline var upstreamStorage: Future<Input>?
-    @usableFromInline var upstream: Future<Input> { upstreamStorage! }
+    /// optional only so that the deinitialiser can move it out. Typed `AnyObject` so that the
+    /// (unspecialised) deinitialiser handles it without looking up `Future<Input>`'s metadata.
+    @usableFromInline @exclusivity(unchecked) var upstreamStorage: AnyObject?
+    @usableFromInline var upstream: Future<Input> { unsafeDowncast(upstreamStorage!, to: Future<Input>.self) }
     @usableFromInline let step: ChainStep<Input, Output>
     @usableFromInline let scheduler: Scheduler
     /// For flatMap steps: the future the step returned, and this future's listener on it.
     /// (The forwarder is named by identity: it refers to this future, so holding it would be a cycle.)
-    @usableFromInline var inner: (future: Future<Output>, forwarder: ObjectIdentifier)?
+    @usableFromInline @exclusivity(unchecked) var inner: (future: Future<Output>, forwarder: ObjectIdentifier)?
 
     @inlinable
     init(upstream: Future<Input>, step: ChainStep<Input, Output>, scheduler: Scheduler, file: StaticString, line: UInt) {
@@ -143,7 +144,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         }
         let forwarder = Forwarder(target: self)
         let isStillPending = withLock { () -> Bool in
-            guard lockedResult == nil else { return false }
+            guard !lockedIsCompleted else { return false }
             inner = (future, ObjectIdentifier(forwarder))
             return true
         }

@@ -32,15 +32,14 @@ public func join<A, B, C>(
 /// ```swift
 /// let pages: Future<[Page]> = join(urls.map(fetchPage))
 /// ```
+@inlinable
 @discardableResult
 public func join<Value>(
     _ futures: [Future<Value>], cancelNonCompleted: Bool = true,
     file: StaticString = #fileID, line: UInt = #line
 ) -> Future<[Value]> {
     if futures.isEmpty { return Future([], file: file, line: line) }
-    return CombiningFuture.make(futures.map(CombinedInput.init), rule: .all { values in
-        values.map { $0 as! Value }
-    }, cancelNonCompleted: cancelNonCompleted, file: file, line: line)
+    return ArrayJoinFuture.make(futures, cancelNonCompleted: cancelNonCompleted, file: file, line: line)
 }
 
 /// A future of the first of two futures to complete: its value as `.left` or `.right`, or its error.

@@ -208,7 +208,14 @@ final class CompletionToken<Value: Sendable>: @unchecked Sendable {
     }
 
     deinit {
-        guard let future, !future.isCompleted else { return }
+        // Deinitialisers are never specialised: the usual case (the callback was called) must not
+        // touch anything whose layout depends on `Value`, or it pays for runtime metadata lookups.
+        guard let future else { return }
+        CompletionToken.failAbandoned(future)
+    }
+
+    static func failAbandoned(_ future: Future<Value>) {
+        guard !future.isCompleted else { return }
         #if DEBUG
         let site = future.creationSite
         #else

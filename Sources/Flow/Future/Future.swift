@@ -50,8 +50,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline
     let lock = FutureLock()
 
+    /// Whether ``lockedResultStorage`` holds the result.
     @usableFromInline @exclusivity(unchecked)
-    final var lockedResult: Result<Value>?
+    final var lockedIsCompleted = false
 
     /// The first continuation, stored inline: most futures have exactly one.
     @usableFromInline @exclusivity(unchecked)
@@ -80,6 +81,31 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline
     final var recipeStorage: OperationRecipe<Value>?
 
+    /// The result once ``lockedIsCompleted``: a `Result<Value>`, held as `Any`.
+    ///
+    /// Not a `Result<Value>?`: a field whose layout depends on `Value` is destroyed by the class's
+    /// unspecialised deinitialiser, which must look up the field type's metadata in the runtime's
+    /// hash table (twice for an optional result) for every future freed, a third of the cost of a
+    /// short-lived future. An existential carries its type with it, so freeing it costs no lookup;
+    /// results up to three words (a `Result` of an `Int`, a `String`, an array) are stored inline.
+    /// Reading it back is an exact-type cast. Kept last, so that the fields above sit at fixed
+    /// offsets that code outside the class reads without the class's metadata.
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedResultStorage: Any = ()
+
+    /// The result, if the future has completed. Read under the lock.
+    @inlinable
+    final var lockedResult: Result<Value>? {
+        lockedIsCompleted ? (lockedResultStorage as! Result<Value>) : nil
+    }
+
+    /// Records `result` as the future's result. Under the lock, once.
+    @inlinable
+    final func lockedSetResult(_ result: Result<Value>) {
+        lockedResultStorage = result
+        lockedIsCompleted = true
+    }
+
     #if DEBUG
     @usableFromInline let creationFile: StaticString
     @usableFromInline let creationLine: UInt
@@ -92,13 +118,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Creates a future holding `result`, or a pending one when `result` is `nil`.
     @inlinable
     init(initialResult result: Result<Value>?, file: StaticString, line: UInt, countedLike relative: LiveFutureCount? = nil) {
-        lockedResult = result
         #if DEBUG
         creationFile = file
         creationLine = line
         liveCountScope = LiveFutureCount.current ?? relative
         liveCountScope?.increment()
         #endif
+        if let result {
+            lockedResultStorage = result
+            lockedIsCompleted = true
+        }
     }
 
     /// Runs `body` under the lock: the `locked*` properties may be read and written inside it.
@@ -148,11 +177,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @discardableResult
     final func complete(with result: Result<Value>) -> Bool {
         lock.lock()
-        guard lockedResult == nil else {
+        guard !lockedIsCompleted else {
             lock.unlock()
             return false
         }
-        lockedResult = result
+        lockedSetResult(result)
         let first = lockedFirstListener.take()
         let disposable = lockedDisposable.take()
         let others = lockedOtherListeners.isEmpty ? [] : lockedOtherListeners
@@ -209,8 +238,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Stores the disposable of the operation, or disposes it now if the future already completed.
     @inlinable
     final func setDisposable(_ disposable: Disposable) {
+        // Operations with nothing to clean up are common: a `NilDisposer` is not worth storing (a
+        // metatype comparison, not a cast).
+        if type(of: disposable) == NilDisposer.self { return }
         lock.lock()
-        guard lockedResult == nil else {
+        guard !lockedIsCompleted else {
             lock.unlock()
             disposable.dispose()
             return
@@ -232,7 +264,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     public final var isCompleted: Bool {
         lock.lock()
         defer { lock.unlock() }
-        return lockedResult != nil
+        return lockedIsCompleted
     }
 
     // MARK: Cancellation
@@ -269,8 +301,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// - Returns: whether the future was cancelled.
     final func cancelIfUnobserved() -> Bool {
         let disposable = withLock { () -> Disposable?? in
-            guard lockedResult == nil, !lockedHasListeners else { return nil }
-            lockedResult = .failure(FutureError.aborted)
+            guard !lockedIsCompleted, !lockedHasListeners else { return nil }
+            lockedSetResult(.failure(FutureError.aborted))
             return .some(lockedDisposable.take())
         }
         guard let disposable else { return false }
@@ -321,7 +353,7 @@ extension Future: CancellableUpstream {
     @discardableResult
     final func removeListener(_ listener: ObjectIdentifier) -> Bool {
         withLock { () -> Bool in
-            guard lockedResult == nil else { return false }
+            guard !lockedIsCompleted else { return false }
             if lockedIsForever {
                 lockedForeverObserverCount -= 1
             } else if let first = lockedFirstListener, ObjectIdentifier(first.object) == listener {

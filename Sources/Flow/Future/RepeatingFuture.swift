@@ -49,7 +49,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
 
     func futureDidComplete(_ result: Result<Value>) {
         let mayRepeat = withLock { () -> Bool in
-            guard lockedResult == nil else { return false }
+            guard !lockedIsCompleted else { return false }
             return policy.maxRepetitions.map { repetitions < $0 } ?? true
         }
         guard mayRepeat else {
@@ -63,7 +63,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         } else {
             let listener = DecisionListener { [self] decided in decide(decided, for: result) }
             let stillPending = withLock { () -> Bool in
-                guard lockedResult == nil else { return false }
+                guard !lockedIsCompleted else { return false }
                 pendingDecision = (decision, ObjectIdentifier(listener))
                 return true
             }
@@ -75,7 +75,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     private func decide(_ decision: Result<Bool>, for result: Result<Value>) {
         let stillPending = withLock { () -> Bool in
             pendingDecision = nil
-            return lockedResult == nil
+            return !lockedIsCompleted
         }
         guard stillPending else { return }
         guard decision.value == true else {
@@ -90,7 +90,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         if delay > 0 {
             let timer = scheduler.async(after: delay) { [self] in startAttempt() }
             let stillPending = withLock { () -> Bool in
-                guard lockedResult == nil else { return false }
+                guard !lockedIsCompleted else { return false }
                 pendingDelay = timer
                 return true
             }
@@ -105,7 +105,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         guard !isCompleted else { return }
         let fresh = original.makeFresh()
         let stillPending = withLock { () -> Bool in
-            guard lockedResult == nil else { return false }
+            guard !lockedIsCompleted else { return false }
             attempt = fresh
             pendingDelay = nil
             return true

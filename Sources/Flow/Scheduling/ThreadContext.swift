@@ -113,8 +113,8 @@ final class ThreadContext {
     /// other and overflow the stack. A deinitialiser moves its links here (the move must leave this
     /// array holding the last reference) and calls ``drainPendingReleases()``; only the outermost
     /// drain on the thread runs, so the links are released one after another.
-    var pendingReleases: [AnyObject] = []
-    var isReleasing = false
+    @exclusivity(unchecked) var pendingReleases: [AnyObject] = []
+    @exclusivity(unchecked) var isReleasing = false
 
     func drainPendingReleases() {
         guard !isReleasing else { return }
