@@ -127,9 +127,10 @@ public final class Mover: Sendable {
     }
 }
 
-/// Holds what is needed to run a future's operation again.
+/// Holds what is needed to run a future's operation again. A struct stored in the future itself:
+/// a separate object would cost an allocation for every future made from an operation.
 @usableFromInline
-final class OperationRecipe<Value: Sendable>: Sendable {
+struct OperationRecipe<Value: Sendable>: Sendable {
     /// The operation as the user wrote it: stored unwrapped, so creating a future allocates no
     /// adapter closure.
     @usableFromInline

@@ -26,18 +26,26 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: all mutable state is `lockedState`, guarded by `lock`. Values cross threads only
     // by being handed to callbacks on the schedulers that asked for them.
 
-    /// A continuation: the object to tell, and how to tell it. The closure is created where the
+    /// A continuation: which object it is, and how to tell it. The closure is created where the
     /// continuation is added, in inlinable code, so it is specialised for the concrete types; it
-    /// captures just `object`, which Swift uses as the closure's context (no allocation).
+    /// captures just the listener object, which Swift uses as the closure's context (no
+    /// allocation), and which the closure alone keeps alive: `id` names it without a reference
+    /// count of its own.
     @usableFromInline
     struct Listener {
-        @usableFromInline let object: AnyObject
+        @usableFromInline let id: ObjectIdentifier
         @usableFromInline let receive: (Result<Value>) -> Void
 
         @inlinable
-        init(object: AnyObject, receive: @escaping (Result<Value>) -> Void) {
-            self.object = object
+        init(id: ObjectIdentifier, receive: @escaping (Result<Value>) -> Void) {
+            self.id = id
             self.receive = receive
+        }
+
+        /// The listener object, retained: valid while this listener (whose closure owns the
+        /// object) exists.
+        func retainedObject() -> AnyObject {
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(bitPattern: id))!).takeUnretainedValue()
         }
     }
 
@@ -78,7 +86,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 
     /// For a future made from an operation: how to run it again. Written once, before the future is
     /// shared.
-    @usableFromInline
+    @usableFromInline @exclusivity(unchecked)
     final var recipeStorage: OperationRecipe<Value>?
 
     /// The result once ``lockedIsCompleted``: a `Result<Value>`, held as `Any`.
@@ -159,8 +167,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // owner.
         if let first = lockedFirstListener {
             let context = ThreadContext.current
-            context.pendingReleases.append(first.object)
-            for other in lockedOtherListeners { context.pendingReleases.append(other.object) }
+            context.pendingReleases.append(first.retainedObject())
+            for other in lockedOtherListeners { context.pendingReleases.append(other.retainedObject()) }
             lockedFirstListener = nil
             lockedOtherListeners = []
             context.drainPendingReleases()
@@ -214,7 +222,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Adds a continuation, or hands it the result at once if the future already completed.
     @inlinable
     final func addListener<L: FutureListener>(_ listener: L) where L.Input == Value {
-        addListener(Listener(object: listener, receive: { listener.futureDidComplete($0) }))
+        addListener(Listener(id: ObjectIdentifier(listener), receive: { listener.futureDidComplete($0) }))
     }
 
     @inlinable
@@ -356,13 +364,13 @@ extension Future: CancellableUpstream {
             guard !lockedIsCompleted else { return false }
             if lockedIsForever {
                 lockedForeverObserverCount -= 1
-            } else if let first = lockedFirstListener, ObjectIdentifier(first.object) == listener {
+            } else if let first = lockedFirstListener, first.id == listener {
                 if lockedOtherListeners.isEmpty {
                     lockedFirstListener = nil
                 } else {
                     lockedFirstListener = lockedOtherListeners.removeFirst()
                 }
-            } else if let index = lockedOtherListeners.firstIndex(where: { ObjectIdentifier($0.object) == listener }) {
+            } else if let index = lockedOtherListeners.firstIndex(where: { $0.id == listener }) {
                 lockedOtherListeners.remove(at: index)
             }
             return !lockedHasListeners
