@@ -33,9 +33,8 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     @usableFromInline var upstream: Future<Input> { unsafeDowncast(upstreamStorage!, to: Future<Input>.self) }
     @usableFromInline let step: ChainStep<Input, Output>
     @usableFromInline let scheduler: Scheduler
-    /// For flatMap steps: the future the step returned, and this future's listener on it.
-    /// (The forwarder is named by identity: it refers to this future, so holding it would be a cycle.)
-    @usableFromInline @exclusivity(unchecked) var inner: (future: Future<Output>, forwarder: ObjectIdentifier)?
+    /// For flatMap steps: the future the step returned, which this future listens to.
+    @usableFromInline @exclusivity(unchecked) var inner: Future<Output>?
 
     @inlinable
     init(upstream: Future<Input>, step: ChainStep<Input, Output>, scheduler: Scheduler, file: StaticString, line: UInt) {
@@ -142,14 +141,17 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
             complete(with: result)
             return
         }
-        let forwarder = Forwarder(target: self)
+        // This future listens to the returned one itself: a closure capturing only `self` needs no
+        // allocation, where a separate forwarding object would.
         let isStillPending = withLock { () -> Bool in
             guard !lockedIsCompleted else { return false }
-            inner = (future, ObjectIdentifier(forwarder))
+            inner = future
             return true
         }
         if isStillPending {
-            future.addListener(forwarder)
+            future.addListener(Future<Output>.Listener(id: ObjectIdentifier(self), receive: { [self] result in
+                innerDidComplete(with: result)
+            }))
         } else {
             future.cancel()  // cancelled while the step ran: the returned future is not needed
         }
@@ -166,7 +168,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
     override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
         if let inner = withLock({ inner }) {
-            return [(inner.future, inner.forwarder)]
+            return [(inner, ObjectIdentifier(self))]
         }
         return [(upstream, ObjectIdentifier(self))]
     }
@@ -184,20 +186,5 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
     override func makeFresh() -> Future<Output> {
         ChainedFuture.make(upstream.makeFresh(), step, on: scheduler, file: "(repetition)", line: 0)
-    }
-}
-
-/// Completes a future with another future's result: the listener a flatMap step puts on the future
-/// its closure returned.
-@usableFromInline
-final class Forwarder<Input: Sendable, Output: Sendable>: FutureListener, Sendable {
-    @usableFromInline let target: ChainedFuture<Input, Output>
-
-    @inlinable
-    init(target: ChainedFuture<Input, Output>) { self.target = target }
-
-    @inlinable
-    func futureDidComplete(_ result: Result<Output>) {
-        target.innerDidComplete(with: result)
     }
 }
