@@ -44,7 +44,7 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked)
     private var loopDeadlines = DeadlineQueue()
     @exclusivity(unchecked)
-    private var loopSpareBatch = ContiguousArray<LoopWork>()
+    private var loopSpareBatch = WorkQueue<LoopWork>()
     @exclusivity(unchecked)
     private var loopIsDraining = false
     private var loopIsWakeHandleReferenced = false
@@ -74,8 +74,8 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private struct Submissions {
-        var jobs = ContiguousArray<LoopWork>()
+    private struct Submissions: ~Copyable {
+        var jobs = WorkQueue<LoopWork>()
         var isClosed = false
     }
 
@@ -365,10 +365,9 @@ public final class EventLoop: @unchecked Sendable {
         reconcileKeepAlive()
         loopIsDraining = true
         submissions.withLock { swap(&$0.jobs, &loopSpareBatch) }
-        for work in loopSpareBatch {
+        while let work = loopSpareBatch.popFirst() {
             work.run(on: self)
         }
-        loopSpareBatch.removeAll(keepingCapacity: true)
         var budget = EventLoop.jobsPerDrain
         while budget > 0, let work = loopJobs.popFirst() {
             work.run(on: self)
@@ -492,7 +491,7 @@ public final class EventLoop: @unchecked Sendable {
     @inlinable
     public var isInLoopContext: Bool {
         let context = ThreadContext.current
-        if let current = context.currentLoop { return current === self }
+        if let current = context.currentLoop { return current == ObjectIdentifier(self) }
         return isMainLoop && MainThread.isMainContext(context)
     }
 

@@ -2,51 +2,72 @@
 @usableFromInline
 typealias JobQueue = WorkQueue<() -> Void>
 
-/// A first-in, first-out queue that reuses its storage: appending and popping are O(1) amortised and
-/// a drained queue keeps its capacity, so steady traffic allocates nothing.
+/// A first-in, first-out queue in a ring buffer that reuses its storage: appending and popping are
+/// O(1) (amortised, for appending), a drained queue keeps its capacity, so steady traffic allocates
+/// nothing, and a popped job is moved out, so queueing costs no reference counting.
+///
+/// Not copyable: two copies would share one buffer.
 @usableFromInline
-struct WorkQueue<Element> {
-    @usableFromInline
-    var storage: ContiguousArray<Element> = []
-    @usableFromInline
-    var head = 0
+struct WorkQueue<Element>: ~Copyable {
+    /// `capacity` slots (a power of two, or zero before the first append); the jobs are the `count`
+    /// slots from `head` on, wrapping around.
+    @usableFromInline var buffer: UnsafeMutablePointer<Element>?
+    @usableFromInline var capacity = 0
+    @usableFromInline var head = 0
+    @usableFromInline var count = 0
 
     @inlinable
     init() {}
 
     @inlinable
-    var isEmpty: Bool { head == storage.count }
+    deinit {
+        guard let buffer else { return }
+        for offset in 0..<count {
+            (buffer + ((head + offset) & (capacity - 1))).deinitialize(count: 1)
+        }
+        buffer.deallocate()
+    }
 
     @inlinable
-    var count: Int { storage.count - head }
+    var isEmpty: Bool { count == 0 }
 
     @inlinable
-    mutating func append(_ job: Element) {
-        storage.append(job)
+    mutating func append(_ job: consuming Element) {
+        if count == capacity { grow() }
+        (buffer.unsafelyUnwrapped + ((head + count) & (capacity - 1))).initialize(to: job)
+        count += 1
     }
 
     @inlinable
     mutating func popFirst() -> Element? {
-        guard head < storage.count else { return nil }
-        let job = storage[head]
-        head += 1
-        if head == storage.count {
-            storage.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1024 && head * 2 >= storage.count {
-            // Long-lived queues that never fully drain would otherwise grow without bound.
-            storage.removeFirst(head)
-            head = 0
-        }
+        guard count > 0 else { return nil }
+        let job = (buffer.unsafelyUnwrapped + head).move()
+        head = (head + 1) & (capacity - 1)
+        count -= 1
         return job
+    }
+
+    /// Doubles the capacity, moving the jobs to the start of a new buffer in order.
+    @usableFromInline
+    mutating func grow() {
+        let newCapacity = Swift.max(16, capacity * 2)
+        let newBuffer = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
+        if let buffer {
+            let untilEnd = Swift.min(count, capacity - head)
+            newBuffer.moveInitialize(from: buffer + head, count: untilEnd)
+            (newBuffer + untilEnd).moveInitialize(from: buffer, count: count - untilEnd)
+            buffer.deallocate()
+        }
+        buffer = newBuffer
+        capacity = newCapacity
+        head = 0
     }
 
     /// Moves every queued job out, leaving this queue empty.
     @inlinable
     mutating func takeAll() -> WorkQueue {
-        if isEmpty { return WorkQueue() }
-        let taken = self
-        self = WorkQueue()
+        var taken = WorkQueue()
+        if !isEmpty { swap(&self, &taken) }
         return taken
     }
 }

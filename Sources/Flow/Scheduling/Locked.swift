@@ -11,7 +11,7 @@
 /// let isFirst = state.withLock { $0.jobs.append(job); return $0.jobs.count == 1 }
 /// ```
 @usableFromInline
-package final class Locked<State> {
+package final class Locked<State: ~Copyable> {
     @usableFromInline
     let lock = FutureLock()
 
@@ -20,7 +20,7 @@ package final class Locked<State> {
     var lockedState: State
 
     @inlinable
-    package init(_ initialState: State) {
+    package init(_ initialState: consuming State) {
         lockedState = initialState
     }
 
@@ -36,4 +36,4 @@ package final class Locked<State> {
 }
 
 // @unchecked Sendable: the only mutable state, `lockedState`, is read and written only under `lock`.
-extension Locked: @unchecked Sendable where State: Sendable {}
+extension Locked: @unchecked Sendable where State: Sendable & ~Copyable {}

@@ -3,52 +3,25 @@ import CFlowSupport
 /// What the calling thread is doing for this library: which scheduler's work runs here, how deep
 /// immediate work is nested, and the work deferred because it was nested too deeply.
 ///
-/// One instance per thread, reached through a C thread-local (see `CFlowSupport.h`), so that the
-/// question "am I already on this scheduler?" costs a few instructions. Only its own thread touches
-/// it, which is why it needs no lock, and why the runtime's exclusivity checks on its fields are
-/// turned off: they cost more than the work they guard.
+/// A handle on the thread's ``ThreadState``, which lives in memory of its own reached through a C
+/// thread-local (see `CFlowSupport.h`), so that the question "am I already on this scheduler?"
+/// costs a few instructions and no reference counting: a class instance would be retained and
+/// released on every access. Only its own thread touches the state, which is why it needs no lock.
 @usableFromInline
-final class ThreadContext {
-    /// The scheduler whose work is running on this thread right now, if any.
+struct ThreadContext {
     @usableFromInline
-    @exclusivity(unchecked)
-    var currentScheduler: Scheduler?
+    let state: UnsafeMutablePointer<ThreadState>
 
-    /// The event loop running on this thread right now, if any.
-    @usableFromInline
-    @exclusivity(unchecked)
-    var currentLoop: EventLoop?
-
-    /// How many immediate executions are nested on this thread's stack.
-    @usableFromInline
-    @exclusivity(unchecked)
-    var immediateDepth = 0
-
-    /// Work that asked to run immediately while ``immediateDepth`` was at ``maximumImmediateDepth``;
-    /// the outermost immediate execution runs it once the stack has unwound.
-    @usableFromInline
-    @exclusivity(unchecked)
-    var deferredWork = JobQueue()
-
-    /// Nesting allowed before immediate work is deferred to the trampoline. Low enough that even
-    /// debug-build frames stay well inside a 512 KiB thread stack, high enough that ordinary code
-    /// (a callback on a completed future inside another callback) still runs synchronously.
-    @usableFromInline
-    static let maximumImmediateDepth = 24
-
-    /// Whether this is the process's first thread (asked once: it needs a system call).
-    @usableFromInline
-    let isMainThread: Bool
-
-    init() {
-        isMainThread = flow_is_main_thread() != 0
+    @inlinable
+    init(state: UnsafeMutablePointer<ThreadState>) {
+        self.state = state
     }
 
-    /// The calling thread's context, created on first use and released when the thread exits.
+    /// The calling thread's context, created on first use and freed when the thread exits.
     @inlinable
     static var current: ThreadContext {
         if let pointer = flow_get_thread_context() {
-            return Unmanaged<ThreadContext>.fromOpaque(pointer).takeUnretainedValue()
+            return ThreadContext(state: pointer.assumingMemoryBound(to: ThreadState.self))
         }
         return makeCurrent()
     }
@@ -56,18 +29,75 @@ final class ThreadContext {
     @usableFromInline
     static func makeCurrent() -> ThreadContext {
         registerDestructor
-        let context = ThreadContext()
-        let pointer = Unmanaged.passRetained(context).toOpaque()
-        flow_set_thread_context(pointer)
-        flow_retain_thread_context_until_exit(pointer)
-        return context
+        let state = UnsafeMutablePointer<ThreadState>.allocate(capacity: 1)
+        state.initialize(to: ThreadState(isMainThread: flow_is_main_thread() != 0))
+        flow_set_thread_context(state)
+        flow_retain_thread_context_until_exit(state)
+        return ThreadContext(state: state)
     }
 
     private static let registerDestructor: Void = {
         flow_register_thread_context_destructor { pointer in
-            Unmanaged<ThreadContext>.fromOpaque(pointer).release()
+            let state = pointer.assumingMemoryBound(to: ThreadState.self)
+            state.deinitialize(count: 1)
+            state.deallocate()
         }
     }()
+
+    /// Nesting allowed before immediate work is deferred to the trampoline. Low enough that even
+    /// debug-build frames stay well inside a 512 KiB thread stack, high enough that ordinary code
+    /// (a callback on a completed future inside another callback) still runs synchronously.
+    @usableFromInline
+    static let maximumImmediateDepth = 24
+
+    // MARK: The state
+
+    /// The scheduler whose work is running on this thread right now, if any.
+    @inlinable
+    var currentScheduler: Scheduler? {
+        get { state.pointee.currentScheduler }
+        nonmutating set { state.pointee.currentScheduler = newValue }
+    }
+
+    /// The event loop running on this thread right now, if any, by identity. (The loop is kept alive
+    /// by whoever runs it.)
+    @inlinable
+    var currentLoop: ObjectIdentifier? {
+        get { state.pointee.currentLoop }
+        nonmutating set { state.pointee.currentLoop = newValue }
+    }
+
+    /// How many immediate executions are nested on this thread's stack.
+    @inlinable
+    var immediateDepth: Int {
+        get { state.pointee.immediateDepth }
+        nonmutating set { state.pointee.immediateDepth = newValue }
+    }
+
+    /// Work that asked to run immediately while ``immediateDepth`` was at ``maximumImmediateDepth``;
+    /// the outermost immediate execution runs it once the stack has unwound.
+    @inlinable
+    var deferredWork: JobQueue {
+        _read { yield state.pointee.deferredWork }
+        nonmutating _modify { yield &state.pointee.deferredWork }
+    }
+
+    /// Whether this is the process's first thread (asked once: it needs a system call).
+    @inlinable
+    var isMainThread: Bool { state.pointee.isMainThread }
+
+    /// References moved here by a deinitialiser, to be dropped by ``drainPendingReleases()``.
+    ///
+    /// Dropping the head of a million-link chain would otherwise release the links one inside the
+    /// other and overflow the stack. A deinitialiser moves its links here (the move must leave this
+    /// array holding the last reference) and calls ``drainPendingReleases()``; only the outermost
+    /// drain on the thread runs, so the links are released one after another.
+    var pendingReleases: [AnyObject] {
+        _read { yield state.pointee.pendingReleases }
+        nonmutating _modify { yield &state.pointee.pendingReleases }
+    }
+
+    // MARK: Immediate execution
 
     /// Runs `work` now, unless this thread is already ``maximumImmediateDepth`` immediate executions
     /// deep: then `work` runs as soon as the outermost of them returns. Either way it runs on this
@@ -107,23 +137,14 @@ final class ThreadContext {
         }
     }
 
-    /// References moved here by a deinitialiser, to be dropped by ``drainPendingReleases()``.
-    ///
-    /// Dropping the head of a million-link chain would otherwise release the links one inside the
-    /// other and overflow the stack. A deinitialiser moves its links here (the move must leave this
-    /// array holding the last reference) and calls ``drainPendingReleases()``; only the outermost
-    /// drain on the thread runs, so the links are released one after another.
-    @exclusivity(unchecked) var pendingReleases: [AnyObject] = []
-    @exclusivity(unchecked) var isReleasing = false
-
     func drainPendingReleases() {
-        guard !isReleasing else { return }
-        isReleasing = true
+        guard !state.pointee.isReleasing else { return }
+        state.pointee.isReleasing = true
         while !pendingReleases.isEmpty {
             // The popped reference is dropped here, at this depth; nested deinitialisers only append.
             _ = pendingReleases.removeLast()
         }
-        isReleasing = false
+        state.pointee.isReleasing = false
     }
 
     /// Runs `body` as work of `scheduler` (and of `loop`, when given): ``Scheduler/current`` answers
@@ -133,17 +154,34 @@ final class ThreadContext {
         let savedScheduler = currentScheduler
         let savedLoop = currentLoop
         let savedDepth = immediateDepth
-        let savedDeferred = deferredWork.takeAll()
+        var savedDeferred = deferredWork.takeAll()
         currentScheduler = scheduler
-        if let loop { currentLoop = loop }
+        if let loop { currentLoop = ObjectIdentifier(loop) }
         immediateDepth = 0
         defer {
             drainDeferredWork()
             currentScheduler = savedScheduler
             currentLoop = savedLoop
             immediateDepth = savedDepth
-            deferredWork = savedDeferred
+            swap(&deferredWork, &savedDeferred)
         }
         return try body()
+    }
+}
+
+/// One thread's ``ThreadContext`` state: see there.
+@usableFromInline
+struct ThreadState: ~Copyable {
+    @usableFromInline var currentScheduler: Scheduler?
+    @usableFromInline var currentLoop: ObjectIdentifier?
+    @usableFromInline var immediateDepth = 0
+    @usableFromInline var deferredWork = JobQueue()
+    @usableFromInline let isMainThread: Bool
+    @usableFromInline var pendingReleases: [AnyObject] = []
+    @usableFromInline var isReleasing = false
+
+    @usableFromInline
+    init(isMainThread: Bool) {
+        self.isMainThread = isMainThread
     }
 }
