@@ -280,7 +280,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Queues `work` as ``execute(_:)`` does.
-    func enqueue(_ work: LoopWork) {
+    func enqueue(_ work: consuming LoopWork) {
         if isInLoopContext {
             enqueueInLoop(work)
         } else {
@@ -303,7 +303,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     @inline(__always)
-    private func enqueueInLoop(_ job: LoopWork) {
+    private func enqueueInLoop(_ job: consuming LoopWork) {
         loopJobs.append(job)
         if !loopIsDraining && !loopIsDrainHandleActive {
             activateDrainHandle()
@@ -330,15 +330,17 @@ public final class EventLoop: @unchecked Sendable {
     /// enough that a job re-queueing itself forever cannot starve I/O.
     private static let jobsPerDrain = 4096
 
-    private func enqueueFromOutside(_ job: LoopWork) throws(EventLoopError) {
-        try submissions.withLock { (submissions: inout Submissions) throws(EventLoopError) in
-            guard !submissions.isClosed else { throw EventLoopError.closed }
-            submissions.jobs.append(job)
-            // libuv coalesces wake-ups, and the drain takes everything queued: only the first job of a
-            // batch wakes the loop. Sent under the lock, like `wake()`, so never after `close()`.
-            if submissions.jobs.count == 1 {
-                uv_async_send(wakeHandle)
-            }
+    private func enqueueFromOutside(_ job: consuming LoopWork) throws(EventLoopError) {
+        // The lock is taken by hand rather than with `withLock`, so that `job` is moved into the
+        // queue, not copied and released.
+        submissions.lock.lock()
+        defer { submissions.lock.unlock() }
+        guard !submissions.lockedState.isClosed else { throw EventLoopError.closed }
+        submissions.lockedState.jobs.append(job)
+        // libuv coalesces wake-ups, and the drain takes everything queued: only the first job of a
+        // batch wakes the loop. Sent under the lock, like `wake()`, so never after `close()`.
+        if submissions.lockedState.jobs.count == 1 {
+            uv_async_send(wakeHandle)
         }
     }
 

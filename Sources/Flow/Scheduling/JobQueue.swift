@@ -31,7 +31,7 @@ struct WorkQueue<Element>: ~Copyable {
     @inlinable
     var isEmpty: Bool { count == 0 }
 
-    @inlinable
+    @inlinable @inline(__always)
     mutating func append(_ job: consuming Element) {
         if count == capacity { grow() }
         (buffer.unsafelyUnwrapped + ((head + count) & (capacity - 1))).initialize(to: job)
