@@ -69,9 +69,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked)
     final var lockedOtherListeners: [Listener] = []
 
-    /// What to dispose once the future completes or is cancelled (its operation's disposable).
+    /// What to dispose once the future completes or is cancelled (its operation's disposable), when
+    /// `lockedHasDisposable`. Not optional, and paired with a flag: an optional existential is
+    /// tested and destroyed through runtime witnesses, which the common case (nothing to dispose)
+    /// should not pay for. Once the future has completed, only the completing thread touches it.
     @usableFromInline @exclusivity(unchecked)
-    final var lockedDisposable: Disposable?
+    final var lockedDisposable: Disposable = NilDisposer()
+
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedHasDisposable = false
 
     /// For a ``Forever`` future: it never delivers a result, so it counts its continuations instead of
     /// holding them (holding them would keep them alive in a cycle for good).
@@ -191,11 +197,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
         lockedSetResult(result)
         let first = lockedFirstListener.take()
-        let disposable = lockedDisposable.take()
+        let hasDisposable = lockedHasDisposable
         let others = lockedOtherListeners.isEmpty ? [] : lockedOtherListeners
         if !others.isEmpty { lockedOtherListeners = [] }
         lock.unlock()
-        disposable?.dispose()
+        if hasDisposable { disposeOperation() }
         if let first {
             Future.notify(first, others, of: result)
         }
@@ -256,7 +262,18 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             return
         }
         lockedDisposable = disposable
+        lockedHasDisposable = true
         lock.unlock()
+    }
+
+    /// Disposes the operation's disposable and lets go of it. Called once the future has completed,
+    /// when nothing else touches the disposable any more.
+    @usableFromInline
+    final func disposeOperation() {
+        let disposable = lockedDisposable
+        lockedDisposable = NilDisposer()
+        lockedHasDisposable = false
+        disposable.dispose()
     }
 
     /// The result, if the future has completed.
@@ -308,13 +325,14 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Returns: whether the future was cancelled.
     final func cancelIfUnobserved() -> Bool {
-        let disposable = withLock { () -> Disposable?? in
+        // nil: not cancelled; otherwise whether there is a disposable to dispose.
+        let hasDisposable = withLock { () -> Bool? in
             guard !lockedIsCompleted, !lockedHasListeners else { return nil }
             lockedSetResult(.failure(FutureError.aborted))
-            return .some(lockedDisposable.take())
+            return lockedHasDisposable
         }
-        guard let disposable else { return false }
-        disposable?.dispose()
+        guard let hasDisposable else { return false }
+        if hasDisposable { disposeOperation() }
         didCancel()
         return true
     }
