@@ -58,25 +58,52 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     ///   - body: the work to do with the value.
     @inlinable
     public func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void) {
-        // The common case on a loop: the value is there and the caller already runs on the scheduler
-        // asked for. The body then runs at once, and nothing is allocated or queued.
-        if let scheduler = executor as? Flow.Scheduler, let value = state.withLock({ $0.settledValue }),
-            scheduler.runIfImmediate({ body(value) }) {
-            return
+        // Sorted here, once: submitting to a scheduler or a queue then needs no cast and no call
+        // through the existential. The scheduler goes first: it is the loop's common case.
+        if let scheduler = executor as? Flow.Scheduler {
+            upon(scheduler: scheduler, execute: body)
+        } else if let queue = executor as? DispatchQueue {
+            upon(queue, execute: body)
+        } else if let value = state.withLock({
+            $0.enqueue { .executor(ExecutorReference(executor), body) }
+        }) {
+            executor.submit { body(value) }
         }
-        upon(UponHandler(executor: ExecutorReference(executor), body: body))
+    }
+
+    /// Calls `body` with the value once it is filled, on `queue`.
+    ///
+    /// Once the value is filled this costs what `queue.async { body(value) }` costs: one block on the
+    /// queue, with nothing between the queue and `body`.
+    ///
+    /// ```swift
+    /// friends.upon(.main) { friends in tableView.reloadData() }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - queue: where `body` runs.
+    ///   - body: the work to do with the value.
+    @inlinable
+    public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
+        if let value = state.withLock({ $0.enqueue { .queue(queue, body) } }) {
+            submitUpon(queue, value, body)
+        }
+    }
+
+    /// Calls `body` with the value once it is filled, on `scheduler`: at once, with nothing allocated
+    /// or queued, when the value is there and the caller already runs on `scheduler`.
+    @inlinable
+    func upon(scheduler: Flow.Scheduler, execute body: @escaping @Sendable (Value) -> Void) {
+        if let value = state.withLock({ $0.enqueue { .scheduler(scheduler, body) } }) {
+            submitUpon(scheduler, value, body)
+        }
     }
 
     /// Calls `body` on the filling thread, or at once if filled: for this library's bookkeeping.
     @inlinable
     func uponInline(_ body: @escaping @Sendable (Value) -> Void) {
-        upon(UponHandler(executor: nil, body: body))
-    }
-
-    @inlinable
-    func upon(_ handler: UponHandler<Value>) {
-        if let value = state.withLock({ $0.enqueue(handler) }) {
-            handler.submit(value)
+        if let value = state.withLock({ $0.enqueue { .fillingThread(body) } }) {
+            body(value)
         }
     }
 
@@ -88,14 +115,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     @inlinable
     @discardableResult
     public func fill(with value: Value) -> Bool {
-        let handlers: UponQueue<Value>? = state.withLock { state in
-            guard case .pending(let handlers) = state else {
-                return nil
-            }
-            state = handlers.isEmpty ? .filled(value) : .submitting(value, UponQueue())
-            return handlers
-        }
-        guard let handlers else {
+        guard let handlers = state.withLock({ $0.fill(with: value) }) else {
             return false
         }
         if !handlers.isEmpty {
@@ -105,24 +125,17 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     }
 
     /// Submits `handlers`, then those registered while they were submitted, until none is left.
-    /// No lock is held while submitting: an executor may run user code at once.
-    @usableFromInline
-    func submitHandlers(_ handlers: UponQueue<Value>, with value: Value) {
+    /// No lock is held while submitting: an executor may run user code at once. Inlinable, like the
+    /// fill that calls it, so that it is specialised for the value's type: generic, it looked up the
+    /// metadata of the handlers' types on every fill.
+    @inlinable
+    func submitHandlers(_ handlers: consuming UponQueue<Value>, with value: Value) {
         var batch = handlers
         while true {
             batch.submitAll(value)
-            let next: UponQueue<Value>? = state.withLock { state in
-                guard case .submitting(let value, let registeredMeanwhile) = state else {
-                    preconditionFailure("Deferred: only the filling thread leaves the submitting state")
-                }
-                if registeredMeanwhile.isEmpty {
-                    state = .filled(value)
-                    return nil
-                }
-                state = .submitting(value, UponQueue())
-                return registeredMeanwhile
+            guard let next = state.withLock({ $0.endSubmissionRound() }) else {
+                return
             }
-            guard let next else { return }
             batch = next
         }
     }

@@ -117,6 +117,26 @@ public struct Future<Value: Sendable>: FutureProtocol {
         }
     }
 
+    /// Calls `body` with the value once it is known, on `queue`: once known, what a bare
+    /// `queue.async { body(value) }` costs.
+    ///
+    /// ```swift
+    /// name.upon(.main) { label.text = $0 }
+    /// ```
+    @inlinable
+    public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
+        switch source {
+        case .filled(let value):
+            submitUpon(queue, value, body)
+        case .never:
+            break
+        case .deferred(let deferred):
+            deferred.upon(queue, execute: body)
+        case .other(let wrapped):
+            wrapped.upon(queue as any Executor, execute: body)
+        }
+    }
+
     /// Calls `body` on the filling thread, or at once if filled: for this library's bookkeeping.
     @inlinable
     func uponInline(_ body: @escaping @Sendable (Value) -> Void) {
