@@ -18,32 +18,48 @@ import Flow
 ///
 /// performOperation().upon { result in print("got \(result)") }
 /// ```
-public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
+public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @unchecked Sendable {
+    // @unchecked Sendable: the only mutable state, `lockedState`, is read and written only under
+    // `lock` (in `withState`).
+    // The state and its lock are stored here rather than in a separate locked object: one
+    // allocation per deferred value, not two.
     @usableFromInline
-    let state: Locked<DeferredState<Value>>
+    let lock = FutureLock()
+
+    /// Guarded by `lock`: read and written only inside ``withState(_:)``.
+    @usableFromInline @exclusivity(unchecked)
+    var lockedState: DeferredState<Value>
 
     /// Creates a deferred value that is not filled yet.
     @inlinable
     public init() {
-        state = Locked(.pending(UponQueue()))
+        lockedState = .pending(UponQueue())
     }
 
     /// Creates a deferred value that is filled with `value` already.
     @inlinable
     public init(filledWith value: Value) {
-        state = Locked(.filled(value))
+        lockedState = .filled(value)
+    }
+
+    /// Runs `body` with the state, under the lock, and returns what it returns.
+    @inlinable
+    func withState<R>(_ body: (inout DeferredState<Value>) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&lockedState)
     }
 
     /// Whether the value is filled.
     @inlinable
     public var isFilled: Bool {
-        state.withLock { $0.value != nil }
+        withState { $0.value != nil }
     }
 
     /// The value, if it is filled; `nil` otherwise. Never blocks.
     @inlinable
     public func peek() -> Value? {
-        state.withLock { $0.value }
+        withState { $0.value }
     }
 
     /// Calls `body` with the value once it is filled, by submitting it to `executor`.
@@ -64,7 +80,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
             upon(scheduler: scheduler, execute: body)
         } else if let queue = executor as? DispatchQueue {
             upon(queue, execute: body)
-        } else if let value = state.withLock({
+        } else if let value = withState({
             $0.enqueue { .executor(ExecutorReference(executor), body) }
         }) {
             executor.submit { body(value) }
@@ -85,7 +101,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     ///   - body: the work to do with the value.
     @inlinable
     public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
-        if let value = state.withLock({ $0.enqueue { .queue(queue, body) } }) {
+        if let value = withState({ $0.enqueue { .queue(queue, body) } }) {
             submitUpon(queue, value, body)
         }
     }
@@ -94,7 +110,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     /// or queued, when the value is there and the caller already runs on `scheduler`.
     @inlinable
     func upon(scheduler: Flow.Scheduler, execute body: @escaping @Sendable (Value) -> Void) {
-        if let value = state.withLock({ $0.enqueue { .scheduler(scheduler, body) } }) {
+        if let value = withState({ $0.enqueue { .scheduler(scheduler, body) } }) {
             submitUpon(scheduler, value, body)
         }
     }
@@ -102,7 +118,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     /// Calls `body` on the filling thread, or at once if filled: for this library's bookkeeping.
     @inlinable
     func uponInline(_ body: @escaping @Sendable (Value) -> Void) {
-        if let value = state.withLock({ $0.enqueue { .fillingThread(body) } }) {
+        if let value = withState({ $0.enqueue { .fillingThread(body) } }) {
             body(value)
         }
     }
@@ -115,7 +131,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     @inlinable
     @discardableResult
     public func fill(with value: Value) -> Bool {
-        guard let handlers = state.withLock({ $0.fill(with: value) }) else {
+        guard let handlers = withState({ $0.fill(with: value) }) else {
             return false
         }
         if !handlers.isEmpty {
@@ -133,7 +149,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
         var batch = handlers
         while true {
             batch.submitAll(value)
-            guard let next = state.withLock({ $0.endSubmissionRound() }) else {
+            guard let next = withState({ $0.endSubmissionRound() }) else {
                 return
             }
             batch = next

@@ -11,23 +11,23 @@ import Glibc
 /// waiting is short; `Synchronization.Mutex` would do too, but its `sending` rules do not fit state
 /// holding a generic, possibly non-`Sendable` value.
 @usableFromInline
-struct FutureLock: ~Copyable, @unchecked Sendable {
+package struct FutureLock: ~Copyable, @unchecked Sendable {
     // @unchecked Sendable: the only stored property is an atomic word.
     @usableFromInline
     let word = Atomic<UInt32>(0)
 
     @inlinable
-    init() {}
+    package init() {}
 
     @inlinable
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock()
         defer { unlock() }
         return try body()
     }
 
     @inlinable
-    func lock() {
+    package func lock() {
         if word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged { return }
         lockContended()
     }
@@ -49,7 +49,7 @@ struct FutureLock: ~Copyable, @unchecked Sendable {
     }
 
     @inlinable
-    func unlock() {
+    package func unlock() {
         word.store(0, ordering: .releasing)
     }
 }
