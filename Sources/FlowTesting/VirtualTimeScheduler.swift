@@ -1,8 +1,8 @@
 import Flow
 import Synchronization
 
-/// A scheduler backend whose clock moves only when a test moves it, so that time-driven code (delays,
-/// timeouts, periodic work, retries with backoff) is tested without waiting.
+/// A clock that moves only when a test moves it, with schedulers that run work on its time, so that
+/// time-driven code (delays, timeouts, periodic work, retries with backoff) is tested without waiting.
 ///
 /// Give its ``scheduler`` to the code under test, then move time with ``advance(by:)-(Duration)``,
 /// ``advance(to:)`` or ``runUntilIdle(maximumSteps:)`` and assert what ran:
@@ -29,7 +29,12 @@ import Synchronization
 /// It is safe to schedule and cancel work from any thread. Work runs on the thread that advances the
 /// clock, outside the clock's lock, so work may schedule more work or read ``now``. Drive the clock from
 /// one thread at a time.
-public final class VirtualTimeScheduler: SchedulerBackend {
+///
+/// The clock owns its pending work, and its schedulers and disposables do not own the clock: when the
+/// test lets go of the clock, work still pending is released without running, and work given to its
+/// schedulers afterwards is dropped (nothing could ever run it). Work that captures the clock itself
+/// keeps it alive until that work runs or is disposed, so run or dispose it before the test ends.
+public final class VirtualTimeScheduler: Sendable {
     /// A piece of scheduled work: its place in time, and the key of its closure in `State.work`.
     private struct Entry {
         let dueTime: UInt64
@@ -48,6 +53,8 @@ public final class VirtualTimeScheduler: SchedulerBackend {
         var heap: [Entry] = []
         /// The closures of the work still pending, by sequence number.
         var work: [UInt64: @Sendable () -> Void] = [:]
+        /// What this clock's schedulers run on, made on the first use of ``scheduler``.
+        var backend: Backend?
     }
 
     // Guarded by the mutex; work is always taken out of it and run after the lock is released.
@@ -72,9 +79,23 @@ public final class VirtualTimeScheduler: SchedulerBackend {
     /// scheduler.async(after: 1) { print("one virtual second later") }
     /// ```
     public var scheduler: Scheduler {
-        // A new instance each time rather than a stored one: a stored scheduler would hold the clock
-        // and the clock the scheduler, and neither would ever be freed.
-        Scheduler(backend: self)
+        // A new instance each time over one backend, which gives the schedulers their identity. The
+        // backend holds the clock weakly: a `Scheduler` wraps the work it is given in a closure that
+        // holds the scheduler, so a strong reference would tie the clock, its pending work and the
+        // scheduler together for good once a test ends with work pending.
+        let backend = state.withLock { state in
+            if let backend = state.backend { return backend }
+            let backend = Backend(clock: self)
+            state.backend = backend
+            return backend
+        }
+        return Scheduler(backend: backend)
+    }
+
+    deinit {
+        // Schedulers may outlive the clock: their time stands still at its last reading.
+        let (backend, reading) = state.withLock { ($0.backend, $0.uptimeNanoseconds) }
+        backend?.clockEnded(at: reading)
     }
 
     // MARK: Reading the clock
@@ -216,26 +237,19 @@ public final class VirtualTimeScheduler: SchedulerBackend {
         }
     }
 
-    // MARK: SchedulerBackend
+    // MARK: Scheduling
 
-    /// Schedules `work` for the current instant: it runs on the next advance. Use the ``scheduler``
-    /// rather than calling this directly.
-    public func enqueue(_ work: @escaping @Sendable () -> Void) {
+    /// Schedules `work` for the current instant: it runs on the next advance.
+    fileprivate func enqueue(_ work: @escaping @Sendable () -> Void) {
         state.withLock { state in
             _ = schedule(work, at: state.uptimeNanoseconds, in: &state)
         }
     }
 
-    /// Runs `work` at once on the calling thread.
-    public func runSynchronously(_ work: () -> Void) {
-        work()
-    }
-
-    /// Schedules `work` `delay` seconds from now on this clock. Use the ``scheduler`` rather than
-    /// calling this directly.
+    /// Schedules `work` `delay` seconds from now on this clock.
     ///
     /// - Returns: a disposable that removes the work if it has not run yet.
-    public func enqueue(after delay: Double, _ work: @escaping @Sendable () -> Void) -> Disposable {
+    fileprivate func enqueue(after delay: Double, _ work: @escaping @Sendable () -> Void) -> Disposable {
         let sequence = state.withLock { state in
             schedule(work, at: VirtualTimeScheduler.adding(seconds: delay, to: state.uptimeNanoseconds), in: &state)
         }
@@ -256,12 +270,13 @@ public final class VirtualTimeScheduler: SchedulerBackend {
         _ = removed
     }
 
-    /// Removes one piece of scheduled work from the clock when disposed.
+    /// Removes one piece of scheduled work from the clock when disposed. It holds the clock weakly:
+    /// work often keeps its own disposable (a timer that stops itself), and the clock keeps the work.
     private struct Cancellation: Disposable {
-        let clock: VirtualTimeScheduler
+        weak let clock: VirtualTimeScheduler?
         let sequence: UInt64
 
-        func dispose() { clock.cancel(sequence) }
+        func dispose() { clock?.cancel(sequence) }
     }
 
     // MARK: Time arithmetic
@@ -311,5 +326,37 @@ public final class VirtualTimeScheduler: SchedulerBackend {
             heap.swapAt(index, smaller)
             index = smaller
         }
+    }
+}
+
+/// The backend of a ``VirtualTimeScheduler``'s schedulers: it hands their work to the clock while the
+/// clock lives, and drops it once the clock is gone, since nothing could ever advance it again.
+private final class Backend: SchedulerBackend {
+    weak let clock: VirtualTimeScheduler?
+    /// The clock's last reading, kept when the clock is gone.
+    private let finalUptimeNanoseconds = Atomic<UInt64>(0)
+
+    init(clock: VirtualTimeScheduler) {
+        self.clock = clock
+    }
+
+    func clockEnded(at uptimeNanoseconds: UInt64) {
+        finalUptimeNanoseconds.store(uptimeNanoseconds, ordering: .releasing)
+    }
+
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
+        clock?.enqueue(work)
+    }
+
+    func runSynchronously(_ work: () -> Void) {
+        work()
+    }
+
+    func enqueue(after delay: Double, _ work: @escaping @Sendable () -> Void) -> Disposable {
+        clock?.enqueue(after: delay, work) ?? NilDisposer()
+    }
+
+    var uptimeNanoseconds: UInt64 {
+        clock?.uptimeNanoseconds ?? finalUptimeNanoseconds.load(ordering: .acquiring)
     }
 }

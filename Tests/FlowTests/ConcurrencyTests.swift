@@ -59,25 +59,34 @@ struct ConcurrencyTests {
         #expect(try await Future { 40 + 2 }.get() == 42)
         await #expect(throws: TestError.self) { try await Future<Int> { throw TestError() }.get() }
         // Awaited, not waited on with semaphores: a blocked test thread could starve the very
-        // cooperative pool the task needs.
+        // cooperative pool the task needs. The task reports its steps on a stream rather than through
+        // futures: it keeps what it captured until it has returned, after the test saw its last step.
+        let (steps, step) = AsyncStream.makeStream(of: String.self)
         let sawCancellation = Shared(false)
-        let started = Operation<Void>(on: .none)
-        let finished = Operation<Void>(on: .none)
-        let future = Future<Int> {
-            started.succeed(())
+        var future: Future<Int>? = Future<Int> {
+            step.yield("started")
             do {
                 try await Task.sleep(for: .seconds(3600))
             } catch {
                 sawCancellation.mutate { $0 = true }
             }
-            finished.succeed(())
+            step.yield("finished")
             return 0
         }
-        try await started.future.get()
-        future.cancel()
-        try await finished.future.get()
+        var stepsSeen = steps.makeAsyncIterator()
+        #expect(await stepsSeen.next() == "started")
+        future?.cancel()
+        #expect(await stepsSeen.next() == "finished")
         #expect(sawCancellation.value)
-        #expect(future.result?.error as? FutureError == .aborted)
+        #expect(future?.result?.error as? FutureError == .aborted)
+        // The task holds the future until it has returned its value, just after "finished": wait for
+        // that, so that no future is alive when the test ends.
+        weak let cancelled = future
+        future = nil
+        let deadline = ContinuousClock.now + .seconds(30)
+        while cancelled != nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
     }
 
     @Test("an actor pinned to a loop runs its methods on the loop's thread")

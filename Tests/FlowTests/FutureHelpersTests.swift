@@ -30,7 +30,7 @@ private final class Transforms: Sendable {
     }
 }
 
-@Suite("Future helpers")
+@Suite("Future helpers", .checksLiveFutures)
 struct FutureHelpersTests {
     // MARK: mapToFuture
 
@@ -183,6 +183,7 @@ struct FutureHelpersTests {
             #expect(source.future.result?.error as? FutureError == .aborted)
             #expect(source.disposals.value == 1)
             #expect(!quiet.future.isCompleted)  // the other triggers are left alone
+            quiet.succeed(())  // ends the operation the test started
         }
     }
 
@@ -205,6 +206,7 @@ struct FutureHelpersTests {
             guarded.cancel()
             #expect(source.future.result?.error as? FutureError == .aborted)
             #expect(!trigger.future.isCompleted)
+            trigger.succeed(())  // ends the operation the test started
         }
     }
 

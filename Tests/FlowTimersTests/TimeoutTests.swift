@@ -52,6 +52,8 @@ struct TimeoutTests {
             .onResult(on: scheduler) { results.append($0) }
         clock.runUntilIdle()
         #expect(results.values.first?.error is Slow)
+        // The operation ends late: its callback, which holds the cancelled future, is used up.
+        completion.value?(.success(1))
     }
 
     @Test("a future completing in time keeps its result and stops the timer")
@@ -107,5 +109,7 @@ struct TimeoutTests {
         #expect(disposals.value == 1)
         #expect(clock.pendingCount == 0)
         #expect(timed.result?.error as? FutureError == .aborted)
+        // The operation ends late: its callback, which holds the cancelled future, is used up.
+        completion.value?(.success(1))
     }
 }

@@ -91,6 +91,20 @@ struct TimerTests {
         #expect(clock.pendingCount == 0)
     }
 
+    @Test("a disposed repeating timer lets go of its work")
+    func disposedRepeatingTimerReleasesItsWork() {
+        final class Payload: Sendable {}
+        let clock = VirtualTimeScheduler()
+        var payload: Payload? = Payload()
+        weak let workPayload = payload
+        let timer = clock.scheduler.repeatingTimer(every: 1) { [payload] in withExtendedLifetime(payload) {} }
+        payload = nil
+        clock.advance(by: 2.5)
+        #expect(workPayload != nil)
+        timer.dispose()
+        #expect(workPayload == nil)
+    }
+
     @Test("a repeating timer disposed between ticks never fires again")
     func repeatingTimerDisposedBetweenTicks() {
         let clock = VirtualTimeScheduler()

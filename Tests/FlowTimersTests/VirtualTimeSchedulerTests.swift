@@ -31,6 +31,8 @@ struct VirtualTimeSchedulerTests {
         #expect(clock.now == .seconds(5))
         #expect(clock.pendingCount == 1)
         #expect(clock.nextDueTime == .seconds(10))
+        // The late work holds the clock (it reads `now`): run it, or the two keep each other alive.
+        clock.runUntilIdle()
     }
 
     @Test("work due at the same instant runs in scheduling order")
@@ -60,6 +62,8 @@ struct VirtualTimeSchedulerTests {
         #expect(ran.values.map(\.0) == ["outer", "now", "inner", "two"])
         #expect(ran.values.map(\.1) == [1000, 1000, 1500, 2000])
         #expect(clock.pendingCount == 1)
+        // The work left holds the clock (it reads `now`): run it, or the two keep each other alive.
+        clock.runUntilIdle()
     }
 
     @Test("the virtual scheduler is current inside its work")
@@ -84,6 +88,33 @@ struct VirtualTimeSchedulerTests {
         clock.runUntilIdle()
         #expect(ran.values == ["kept"])
         #expect(clock.now == .seconds(2))
+    }
+
+    @Test("a clock let go of with work pending releases the work, and its schedulers drop later work")
+    func droppedClockReleasesItsWork() {
+        final class Payload: Sendable {}
+        var clock: VirtualTimeScheduler? = VirtualTimeScheduler()
+        let scheduler = clock!.scheduler
+        var payload: Payload? = Payload()
+        weak let pendingPayload = payload
+        // Pending work holding its scheduler and its own disposable, as timers do.
+        let disposable = Shared<Disposable?>(nil)
+        disposable.mutate { [payload] stored in
+            stored = scheduler.async(after: 1) { withExtendedLifetime((payload, scheduler, disposable)) {} }
+        }
+        scheduler.async { [payload] in withExtendedLifetime(payload) {} }
+        payload = nil
+        clock?.advance(by: 0.5)
+        #expect(pendingPayload != nil)
+        clock = nil
+        #expect(pendingPayload == nil)
+
+        var late: Payload? = Payload()
+        weak let latePayload = late
+        scheduler.async(after: 1) { [late] in withExtendedLifetime(late) {} }
+        late = nil
+        #expect(latePayload == nil)
+        #expect(scheduler.uptimeNanoseconds == 500_000_000)
     }
 
     @Test("runUntilIdle stops after its step limit when work never stops scheduling")

@@ -23,8 +23,16 @@ extension Flow.Future {
     /// ```
     public convenience init(task: Task<Value>) {
         self.init(on: .none) { completion in
-            task.upon(Flow.Scheduler.none) { result in completion(result) }
-            return Disposer { task.cancel() }
+            // The callback is let go of once the future is disposed: a cancelled task may never end,
+            // and its `upon` handler would otherwise keep this future (whose operation holds the
+            // task) alive for good.
+            let callback = Locked<(@Sendable (Result<Value>) -> Void)?>(completion)
+            task.upon(Flow.Scheduler.none) { result in callback.withLock { $0.take() }?(result) }
+            return Disposer {
+                let released = callback.withLock { $0.take() }
+                _ = released
+                task.cancel()
+            }
         }
     }
 }

@@ -6,6 +6,10 @@ import Synchronization
 final class RepeatingTimer: Disposable {
     private struct State {
         var schedule: PeriodicSchedule
+        /// The tick's work, until the timer is disposed: work often holds the timer's own disposable
+        /// (to stop it from a tick), so a disposed timer lets go of its work, or the two would keep
+        /// each other alive.
+        var work: (@Sendable (TimerTick) -> Void)?
         var isDisposed = false
         var firedCount = 0
         /// The one-shot timer armed for the next tick, with the `firedCount` at which it was armed: a
@@ -16,12 +20,10 @@ final class RepeatingTimer: Disposable {
     // Guarded by the mutex; the work and the scheduler's timer calls run outside it.
     private let state: Mutex<State>
     private let scheduler: Scheduler
-    private let work: @Sendable (TimerTick) -> Void
 
     init(scheduler: Scheduler, schedule: PeriodicSchedule, work: @escaping @Sendable (TimerTick) -> Void) {
         self.scheduler = scheduler
-        self.work = work
-        state = Mutex(State(schedule: schedule))
+        state = Mutex(State(schedule: schedule, work: work))
     }
 
     func start() {
@@ -31,13 +33,16 @@ final class RepeatingTimer: Disposable {
 
     /// Stops the timer: no tick starts once this has returned.
     func dispose() {
-        let armed = state.withLock { state in
+        let (armed, work) = state.withLock { state in
             state.isDisposed = true
-            let taken = state.armed
+            let taken = (state.armed, state.work)
             state.armed = nil
+            state.work = nil
             return taken
         }
         armed?.timer.dispose()
+        // Released outside the lock: the work's captures may run deinitialisers.
+        _ = work
     }
 
     private func arm(at dueTime: UInt64, generation: Int) {
@@ -61,16 +66,17 @@ final class RepeatingTimer: Disposable {
     }
 
     private func fire() {
-        let tick = state.withLock { state -> TimerTick? in
-            guard !state.isDisposed else { return nil }
+        let due = state.withLock { state -> (tick: TimerTick, work: @Sendable (TimerTick) -> Void)? in
+            guard !state.isDisposed, let work = state.work else { return nil }
             state.firedCount += 1
             state.armed = nil
-            return TimerTick(
+            let tick = TimerTick(
                 number: state.firedCount, dueUptimeNanoseconds: state.schedule.dueTime,
                 skippedCount: state.schedule.skippedCount)
+            return (tick, work)
         }
-        guard let tick else { return }
-        work(tick)
+        guard let due else { return }
+        due.work(due.tick)
         let now = scheduler.uptimeNanoseconds
         let next = state.withLock { state -> (dueTime: UInt64, generation: Int)? in
             guard !state.isDisposed else { return nil }
