@@ -158,12 +158,14 @@ struct DelayMisuseTests {
         #expect(message.contains("Scheduler.async(after:): the delay must be a finite number of seconds, not inf"))
     }
 
-    @Test("Future.delay(by: .nan) is treated as no delay (it is not a positive number of seconds)")
-    func nanFutureDelayIsNone() {
-        let clock = VirtualTimeScheduler()
-        let delayed = clock.scheduler.sync { Future(1).delay(by: .nan) }
-        clock.advance(by: .zero)
-        #expect(delayed.result?.value == 1)
+    @Test("Future.delay(by: .nan) stops the program with a message, like the schedulers")
+    func nanFutureDelayStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let clock = VirtualTimeScheduler()
+            _ = clock.scheduler.sync { Future(1).delay(by: .nan) }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("Future.delay: the delay must be a finite number of seconds, not nan"))
     }
 }
 

@@ -1,6 +1,7 @@
 extension Future {
     /// A future that completes like this one, `delay` seconds later, on the current scheduler's timer.
-    /// A nil delay returns this future.
+    /// A nil delay returns this future; zero or less is no delay; a delay that is not a number
+    /// (or infinite) stops the program with a message.
     ///
     /// ```swift
     /// fetch().delay(by: 0.3).onValue { show($0) }
@@ -16,7 +17,9 @@ extension Future {
     @discardableResult
     public final func delay(on scheduler: Scheduler = .current, by delay: @escaping @Sendable (Result<Value>) -> Double?) -> Future<Value> {
         flatMapResult(on: .none) { result in
-            guard let seconds = delay(result), seconds > 0 else { return Future(result: result) }
+            guard let seconds = delay(result) else { return Future(result: result) }
+            precondition(!seconds.isNaN, "Future.delay: the delay must be a finite number of seconds, not nan")
+            guard seconds > 0 else { return Future(result: result) }
             return Future(on: .none) { completion in
                 scheduler.async(after: seconds) { completion(result) }
             }
