@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Turns the RESULT lines of Benchmarks/run into a Markdown table: the median over rounds of every
-metric, the ratio of Flow's median to each reference's, and the goal from the benchmark issue."""
+metric, the ratio of this library to each reference (the median of the per-round ratios, which a
+machine whose load drifts between rounds disturbs less than a ratio of medians), and the goal from
+the benchmark issue."""
 
 import os
 import platform
@@ -37,10 +39,14 @@ DESCRIPTIONS = {
     "P7": "1M random 0–999 ms timers",
     "P8": "memory per pending future with one callback / per pending timer",
     "P9-queue": "`upon` a filled Deferred to a serial queue, 1M",
+    "P9-queue-pending": "a new Deferred, `upon` to a serial queue, then the fill, 1M",
     "P9-loop": "`upon` a filled Deferred to the loop, on the loop, 1M",
 }
 
-NAMES = {"libuv": "libuv C", "nio": "NIO", "dispatch": "Dispatch", "flow": "Flow loop.execute"}
+NAMES = {
+    "libuv": "libuv C", "nio": "NIO", "dispatch": "Dispatch", "flow": "Flow loop.execute",
+    "dispatch-capturing": "Dispatch capturing",
+}
 
 # The allocation count reported next to each timed metric.
 ALLOCATION_METRIC = {
@@ -51,7 +57,7 @@ ALLOCATION_METRIC = {
     "bytes/pending timer": "allocs/pending timer",
 }
 
-SUBJECT = {"P9-queue": "deferred", "P9-loop": "deferred"}
+SUBJECT = {"P9-queue": "deferred", "P9-queue-pending": "deferred", "P9-loop": "deferred"}
 ORDER = ["flow", "deferred", "libuv", "nio", "dispatch"]
 
 
@@ -90,6 +96,7 @@ def format_value(value, metric):
 
 def main(path):
     samples = defaultdict(list)
+    by_round = defaultdict(dict)
     crashes = []
     with open(path) as results:
         for line in results:
@@ -97,8 +104,18 @@ def main(path):
             if fields[0] == "RESULT":
                 _, workload, implementation, metric, value = fields[:5]
                 samples[(workload, implementation, metric)].append(float(value))
+                if len(fields) > 5:
+                    by_round[(workload, implementation, metric)][fields[5]] = float(value)
             elif fields[0] == "CRASH":
                 crashes.append(fields[1:])
+
+    def ratio(workload, subject, other, metric):
+        """The median of the per-round ratios, or the ratio of medians without round numbers."""
+        mine, theirs = by_round[(workload, subject, metric)], by_round[(workload, other, metric)]
+        paired = [mine[r] / theirs[r] for r in mine if r in theirs and theirs[r] > 0]
+        if paired:
+            return statistics.median(paired)
+        return medians[(workload, subject, metric)] / medians[(workload, other, metric)]
 
     shown = {}
     medians = {key: statistics.median(values) for key, values in samples.items()}
@@ -106,7 +123,8 @@ def main(path):
 
     print("\n".join(machine()))
     print()
-    print(f"Medians of {rounds} interleaved rounds. Ratio = this library ÷ reference (lower is better).")
+    print(f"Medians of {rounds} interleaved rounds. Ratio = this library ÷ reference, the median of the "
+          "per-round ratios (lower is better).")
     print()
     print("| # | workload | metric | this library | references | ratio | goal | met "
           "| allocs/op, this library | allocs/op, references |")
@@ -131,17 +149,17 @@ def main(path):
                 f"{NAMES.get(other, other)} {format_value(medians[(workload, other, metric)], metric)}"
                 for other in others)
             ratios = " · ".join(
-                f"{value / medians[(workload, other, metric)]:.2f}× {NAMES.get(other, other)}"
+                f"{ratio(workload, subject, other, metric):.2f}× {NAMES.get(other, other)}"
                 for other in others if medians[(workload, other, metric)] > 0)
             goal_text, met = "", ""
             goal = GOALS.get((workload, metric))
             if goal:
                 reference, limit, goal_text = goal
                 if reference is None:
-                    met = "yes" if value <= limit else f"no: {value / limit:.1f}× over"
+                    met = "yes" if value <= limit else f"no: {value / limit:.2f}× over"
                 elif (workload, reference, metric) in medians:
-                    ratio = value / medians[(workload, reference, metric)]
-                    met = "yes" if ratio <= limit else f"no: {ratio / limit:.1f}× over"
+                    goal_ratio = ratio(workload, subject, reference, metric)
+                    met = "yes" if goal_ratio <= limit else f"no: {goal_ratio / limit:.2f}× over"
             allocation_metric = ALLOCATION_METRIC.get(metric, "allocs/op")
             own_allocations = medians.get((workload, subject, allocation_metric))
             reference_allocations = " · ".join(
