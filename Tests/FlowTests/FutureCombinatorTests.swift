@@ -42,6 +42,49 @@ struct FutureCombinatorTests {
         kept.succeed(0)  // an operation still in flight rightly keeps its future alive
     }
 
+    @Test("join over an array: an input that failed before joining cancels the inputs before and after it")
+    func joinWithAFailedInput() {
+        let before = Operation<Int>(on: .none)
+        let after = Operation<Int>(on: .none)
+        let joined = join([before.future, Future(error: TestError(code: 3)), after.future])
+        #expect(joined.result?.error as? TestError == TestError(code: 3))
+        #expect(before.future.result?.error as? FutureError == .aborted)
+        #expect(after.future.result?.error as? FutureError == .aborted)
+        #expect(before.disposals.value == 1)
+        #expect(after.disposals.value == 1)
+    }
+
+    @Test("join over an array: cancelling the joined future cancels every input; repeating it runs each input again")
+    func joinCancelsAndRepeats() {
+        let inputs = (0..<3).map { _ in Operation<Int>(on: .none) }
+        let joined = join(inputs.map(\.future))
+        inputs[1].succeed(1)
+        joined.cancel()
+        #expect(joined.result?.error as? FutureError == .aborted)
+        #expect(inputs[0].future.result?.error as? FutureError == .aborted)
+        #expect(inputs[2].future.result?.error as? FutureError == .aborted)
+
+        let runs = Shared(0)
+        let attempts = Shared(0)
+        let sources = (0..<3).map { index in
+            Future<Int>(on: .none) { completion in
+                runs.mutate { $0 += 1 }
+                completion(index == 2 && attempts.value == 0 ? .failure(TestError()) : .success(index))
+                return NilDisposer()
+            }
+        }
+        let clock = VirtualTimeScheduler()
+        let repeated = clock.scheduler.sync {
+            join(sources).onErrorRepeat(maxRepetitions: 1) { _ in
+                attempts.mutate { $0 += 1 }
+                return true
+            }
+        }
+        clock.runUntilIdle()
+        #expect(repeated.result?.value == [0, 1, 2])
+        #expect(runs.value == 6)
+    }
+
     @Test("select completes with the first result as Either and cancels the loser unless asked not to")
     func selectCancelsTheLoser() {
         let left = Operation<Int>(on: .none)
