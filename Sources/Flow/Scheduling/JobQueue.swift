@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A first-in, first-out queue of closures: see ``WorkQueue``.
 @usableFromInline
 typealias JobQueue = WorkQueue<() -> Void>
@@ -6,7 +10,8 @@ typealias JobQueue = WorkQueue<() -> Void>
 /// O(1) (amortised, for appending), a drained queue keeps its capacity, so steady traffic allocates
 /// nothing, and a popped job is moved out, so queueing costs no reference counting.
 ///
-/// Not copyable: two copies would share one buffer.
+/// Not copyable: two copies would share one buffer. Its elements must be bitwise movable (closures
+/// and jobs are), because growing moves them with `realloc`.
 @usableFromInline
 struct WorkQueue<Element>: ~Copyable {
     /// `capacity` slots (a power of two, or zero before the first append); the jobs are the `count`
@@ -17,7 +22,9 @@ struct WorkQueue<Element>: ~Copyable {
     @usableFromInline var count = 0
 
     @inlinable
-    init() {}
+    init() {
+        assert(_isBitwiseTakable(Element.self), "WorkQueue: \(Element.self) cannot be moved by realloc")
+    }
 
     @inlinable
     deinit {
@@ -25,7 +32,7 @@ struct WorkQueue<Element>: ~Copyable {
         for offset in 0..<count {
             (buffer + ((head + offset) & (capacity - 1))).deinitialize(count: 1)
         }
-        buffer.deallocate()
+        free(buffer)
     }
 
     @inlinable
@@ -47,20 +54,24 @@ struct WorkQueue<Element>: ~Copyable {
         return job
     }
 
-    /// Doubles the capacity, moving the jobs to the start of a new buffer in order.
+    /// Doubles the capacity. The buffer is grown in place where the allocator can (`realloc`, which
+    /// for large buffers remaps pages instead of copying them), then the jobs that had wrapped around
+    /// to the start are moved after the old end, so that they follow on from `head` again.
     @usableFromInline
     mutating func grow() {
         let newCapacity = Swift.max(16, capacity * 2)
-        let newBuffer = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
-        if let buffer {
-            let untilEnd = Swift.min(count, capacity - head)
-            newBuffer.moveInitialize(from: buffer + head, count: untilEnd)
-            (newBuffer + untilEnd).moveInitialize(from: buffer, count: count - untilEnd)
-            buffer.deallocate()
+        let stride = MemoryLayout<Element>.stride
+        guard let raw = realloc(buffer.map(UnsafeMutableRawPointer.init), newCapacity * stride) else {
+            fatalError("WorkQueue: out of memory growing to \(newCapacity) jobs")
+        }
+        let newBuffer = raw.assumingMemoryBound(to: Element.self)
+        // The jobs before `head`, if any, wrapped around: they go right after the old end.
+        let wrapped = count - Swift.min(count, capacity - head)
+        if wrapped > 0 {
+            (newBuffer + capacity).moveInitialize(from: newBuffer, count: wrapped)
         }
         buffer = newBuffer
         capacity = newCapacity
-        head = 0
     }
 
     /// Moves every queued job out, leaving this queue empty.
