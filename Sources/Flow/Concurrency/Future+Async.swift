@@ -44,8 +44,13 @@ extension Future {
     /// let onLoop = Future(on: loop.scheduler) { await table.snapshot() }   // the task prefers the loop
     /// ```
     ///
-    /// - Parameter scheduler: for a loop scheduler, the task prefers that loop as its executor, so its
-    ///   nonisolated code runs on the loop; otherwise the task runs on the default executor.
+    /// - Parameters:
+    ///   - scheduler: for a loop scheduler, the task prefers that loop as its executor, so its
+    ///     nonisolated code runs on the loop; otherwise the task runs on the default executor.
+    ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+    ///     builds); the caller's by default.
+    ///   - line: the line of `file`.
+    ///   - operation: the asynchronous work; what it returns or throws is the future's result.
     public convenience init(
         on scheduler: Scheduler = .current,
         file: StaticString = #fileID, line: UInt = #line,

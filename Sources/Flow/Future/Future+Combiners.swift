@@ -4,7 +4,13 @@
 /// let friendAndPet = join(friend, pet)   // Future<(Friend, Pet)>
 /// ```
 ///
-/// - Parameter cancelNonCompleted: on a failure, cancel the other future (unless others observe it).
+/// - Parameters:
+///   - a: the first future.
+///   - b: the second future.
+///   - cancelNonCompleted: on a failure, cancel the other future (unless others observe it).
+///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+///     builds); the caller's by default.
+///   - line: the line of `file`.
 @discardableResult
 public func join<A, B>(
     _ a: Future<A>, _ b: Future<B>, cancelNonCompleted: Bool = true,
@@ -48,8 +54,13 @@ public func join<Value>(
 /// let friendOrPet = select(friend, or: pet)   // Future<Either<Friend, Pet>>
 /// ```
 ///
-/// - Parameter cancelNonCompleted: cancel the other future once one completes (unless others
-///   observe it).
+/// - Parameters:
+///   - a: the first future: its value comes as `.left`.
+///   - b: the second future: its value comes as `.right`.
+///   - cancelNonCompleted: cancel the other future once one completes (unless others observe it).
+///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+///     builds); the caller's by default.
+///   - line: the line of `file`.
 @discardableResult
 public func select<A, B>(
     _ a: Future<A>, or b: Future<B>, cancelNonCompleted: Bool = true,

@@ -158,6 +158,9 @@ extension Future {
     ///   - delayBetweenRepetitions: seconds to wait before each re-run, on the current scheduler's timer.
     ///   - maxRepetitions: re-runs allowed after the first execution (nil: no limit; below 0: a
     ///     precondition failure).
+    ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+    ///     builds); the caller's by default.
+    ///   - line: the line of `file`.
     ///   - predicate: whether to repeat after an error; runs on the current scheduler.
     @discardableResult
     public final func onErrorRepeat(

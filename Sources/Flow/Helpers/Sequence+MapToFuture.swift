@@ -9,6 +9,9 @@ extension Sequence where Element: Sendable {
     ///
     /// - Parameters:
     ///   - scheduler: where `transform` is called; by default the scheduler current here.
+    ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+    ///     builds); the caller's by default.
+    ///   - line: the line of `file`.
     ///   - transform: starts the operation for one element. An error it throws counts as that
     ///     element's failure.
     /// - Returns: a future of the values in the sequence's order. Cancelling it cancels the future of
@@ -35,6 +38,9 @@ extension Sequence where Element: Sendable {
     ///
     /// - Parameters:
     ///   - scheduler: where `transform` is called; by default the scheduler current here.
+    ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+    ///     builds); the caller's by default.
+    ///   - line: the line of `file`.
     ///   - transform: starts the operation for one element. An error it throws is that element's result.
     /// - Returns: a future of one result per element, in the sequence's order.
     @discardableResult

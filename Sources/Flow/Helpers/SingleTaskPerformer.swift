@@ -36,8 +36,12 @@ public final class SingleTaskPerformer<Value: Sendable>: @unchecked Sendable {
     /// let second = performer.performSingleTask { download(catalog) }   // no second download
     /// ```
     ///
-    /// - Parameter operation: starts the task. Called at once on this thread, without any lock held,
-    ///   so it may itself call ``performSingleTask(file:line:_:)`` (which then shares this task).
+    /// - Parameters:
+    ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+    ///     builds); the caller's by default.
+    ///   - line: the line of `file`.
+    ///   - operation: starts the task. Called at once on this thread, without any lock held, so it
+    ///     may itself call ``performSingleTask(file:line:_:)`` (which then shares this task).
     /// - Returns: a future completing with the task's result. ``isPerforming`` is already `false`
     ///   when it completes, so its callbacks may start the next task.
     @discardableResult

@@ -139,6 +139,9 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - maxConcurrentCount: how many operations of the batch may run at once; at least 1.
+    ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
+    ///     builds); the caller's by default.
+    ///   - line: the line of `file`.
     ///   - operation: fills the batch's queue, and returns the batch's result.
     /// - Returns: a future with the result of the future `operation` returned, delivered once the
     ///   batch's queue is empty, on the scheduler current here.
