@@ -280,6 +280,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Queues `work` as ``execute(_:)`` does.
+    @inline(__always)
     func enqueue(_ work: consuming LoopWork) {
         if isInLoopContext {
             enqueueInLoop(work)

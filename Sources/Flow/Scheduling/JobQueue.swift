@@ -41,16 +41,16 @@ struct WorkQueue<Element>: ~Copyable {
     @inlinable @inline(__always)
     mutating func append(_ job: consuming Element) {
         if count == capacity { grow() }
-        (buffer.unsafelyUnwrapped + ((head + count) & (capacity - 1))).initialize(to: job)
-        count += 1
+        (buffer.unsafelyUnwrapped + ((head &+ count) & (capacity &- 1))).initialize(to: job)
+        count &+= 1
     }
 
     @inlinable
     mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
         let job = (buffer.unsafelyUnwrapped + head).move()
-        head = (head + 1) & (capacity - 1)
-        count -= 1
+        head = (head &+ 1) & (capacity &- 1)
+        count &-= 1
         return job
     }
 
