@@ -38,12 +38,13 @@ public final class TCPListener: @unchecked Sendable {
     private var onAccept: ((TCPConnection) -> Void)?
     private var isOpen = true
     private var closeWaiters: [PendingResult<Void>] = []
-    /// How many incoming connections failed before they could be accepted (the peer gave up, or the
-    /// process ran out of file descriptors) as far as libuv reports them. Loop context only.
+    /// How many times accepting an incoming connection failed, as libuv reports it (running out of
+    /// file descriptors, above all). Loop context only.
     ///
-    /// A lower bound: when the process runs out of file descriptors, libuv itself accepts and at once
-    /// closes pending connections with a descriptor it keeps in reserve, so that they do not queue up,
-    /// and does not report those.
+    /// A lower bound on the connections lost: libuv skips connections their peer aborted before they
+    /// were accepted without reporting them, and when the process runs out of file descriptors it
+    /// accepts and at once closes the pending ones with a descriptor it keeps in reserve, reporting
+    /// one failure for the lot.
     public private(set) var failedAcceptCount = 0
 
     /// Listens on the numeric `host` (`127.0.0.1`, `0.0.0.0`, `::1`, `::`) and `port`, 0 for any
