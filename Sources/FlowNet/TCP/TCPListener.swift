@@ -43,8 +43,8 @@ public final class TCPListener: @unchecked Sendable {
     ///
     /// A lower bound on the connections lost: libuv skips connections their peer aborted before they
     /// were accepted without reporting them, and when the process runs out of file descriptors it
-    /// accepts and at once closes the pending ones with a descriptor it keeps in reserve, reporting
-    /// one failure for the lot.
+    /// accepts and at once closes the pending ones with a descriptor it keeps in reserve, usually
+    /// without reporting a failure at all.
     public private(set) var failedAcceptCount = 0
 
     /// Listens on the numeric `host` (`127.0.0.1`, `0.0.0.0`, `::1`, `::`) and `port`, 0 for any
