@@ -23,8 +23,9 @@ import Synchronization
 /// Thread safety: a future may be completed, observed and cancelled from any thread at once; every
 /// callback runs exactly once, and never while a lock is held.
 public class Future<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: all mutable state is `lockedState`, guarded by `lock`. Values cross threads only
-    // by being handed to callbacks on the schedulers that asked for them.
+    // @unchecked Sendable: the mutable state is the `locked*` fields, guarded by `lock` (the recipe is
+    // written once before the future is shared). Values cross threads only by being handed to
+    // callbacks on the schedulers that asked for them.
 
     /// A continuation: which object it is, and how to tell it. The closure is created where the
     /// continuation is added, in inlinable code, so it is specialised for the concrete types; it
@@ -102,8 +103,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// hash table (twice for an optional result) for every future freed, a third of the cost of a
     /// short-lived future. An existential carries its type with it, so freeing it costs no lookup;
     /// results up to three words (a `Result` of an `Int`, a `String`, an array) are stored inline.
-    /// Reading it back is an exact-type cast. Kept last, so that the fields above sit at fixed
-    /// offsets that code outside the class reads without the class's metadata.
+    /// Reading it back is an exact-type cast. With it, no field of a future has a layout that depends
+    /// on `Value`: code outside the class reaches every field at a fixed offset.
     @usableFromInline @exclusivity(unchecked)
     final var lockedResultStorage: Any = ()
 
