@@ -22,6 +22,22 @@ struct EventLoopTests {
         }
     }
 
+    @Test("inside its own work a loop's scheduler is the one that work runs as; elsewhere an equal new one")
+    func schedulerInsideTheLoopIsTheCurrentOne() {
+        withLoopOnOwnThread { loop in
+            let sameInstance = Shared<Bool?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            loop.execute {
+                sameInstance.mutate { $0 = loop.scheduler === Scheduler.current && loop.scheduler === loop.scheduler }
+                done.signal()
+            }
+            expectSignal(done, "the job")
+            #expect(sameInstance.value == true)
+            #expect(loop.scheduler == loop.scheduler)
+            #expect(loop.scheduler !== loop.scheduler)  // outside the loop: a small new one each time
+        }
+    }
+
     @Test("8 producer threads x 100k jobs each: every job runs exactly once, in order per producer")
     func manyProducersKeepOrder() {
         let producers = 8

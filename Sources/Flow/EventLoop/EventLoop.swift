@@ -95,10 +95,15 @@ public final class EventLoop: @unchecked Sendable {
     /// The scheduler that runs work on this loop. Schedulers of the same loop are equal.
     ///
     /// A scheduler keeps its loop alive; the loop does not keep a scheduler (that would be a cycle,
-    /// and a loop could never be freed), so this makes a small one on each call, except for the main
-    /// loop's, which lives for the whole program.
+    /// and a loop could never be freed). Inside the loop's own work this returns the scheduler that
+    /// work runs as; elsewhere it makes a small one on each call, except for the main loop's, which
+    /// lives for the whole program.
     public var scheduler: Scheduler {
-        isMainLoop ? Scheduler.mainLoopScheduler : Scheduler(loop: self)
+        if isMainLoop { return Scheduler.mainLoopScheduler }
+        if let current = ThreadContext.current.currentScheduler, case .loop(let loop) = current.backend, loop === self {
+            return current
+        }
+        return Scheduler(loop: self)
     }
 
     /// A short name for logs and descriptions.
