@@ -1,3 +1,4 @@
+import Dispatch
 @_exported import CMallocCounter
 
 #if canImport(Glibc)
@@ -122,4 +123,29 @@ public func runWorkloadFromCommandLine(_ workloads: [String: [String: Workload]]
     }
     workload(Reporter(workload: arguments[1], implementation: arguments[2]))
     exit(0)
+}
+
+extension Reporter {
+    /// Measures `count` submissions from this thread to a fresh serial Dispatch queue, made by
+    /// `submit(queue, index)`, until the last one ran; each submitted closure must add 1 to
+    /// ``Shared/taskCounter``, which is checked at the end.
+    public func measureSerialQueueSubmissions(
+        _ metric: String, operations: Int = 1_000_000, submit: (DispatchQueue, Int) -> Void
+    ) {
+        measure(metric, operations: operations) { count, stopwatch in
+            let queue = DispatchQueue(label: "bench")
+            let semaphore = DispatchSemaphore(value: 0)
+            queue.async { semaphore.signal() }
+            semaphore.wait()  // the queue's thread is up
+            Shared.taskCounter = 0
+            stopwatch.start()
+            for index in 0..<count {
+                submit(queue, index)
+            }
+            queue.async { semaphore.signal() }
+            semaphore.wait()
+            stopwatch.stop()
+            guard Shared.taskCounter == count else { fatalError("\(workload): lost work on the queue") }
+        }
+    }
 }

@@ -12,23 +12,7 @@ import Flow
 
 /// 1M closures submitted from this thread to a serial queue; time until the last one ran.
 func queueWorkload(submit: @escaping (DispatchQueue, Int) -> Void) -> Workload {
-    { reporter in
-        reporter.measure("ns/op", operations: 1_000_000) { count, stopwatch in
-            let queue = DispatchQueue(label: "bench")
-            let semaphore = DispatchSemaphore(value: 0)
-            queue.async { semaphore.signal() }
-            semaphore.wait()
-            Shared.taskCounter = 0
-            stopwatch.start()
-            for index in 0..<count {
-                submit(queue, index)
-            }
-            queue.async { semaphore.signal() }
-            semaphore.wait()
-            stopwatch.stop()
-            guard Shared.taskCounter == count else { fatalError("P9: lost work") }
-        }
-    }
+    { reporter in reporter.measureSerialQueueSubmissions("ns/op", submit: submit) }
 }
 
 /// 1M closures submitted to a loop from a job on that loop; time until the last one ran.

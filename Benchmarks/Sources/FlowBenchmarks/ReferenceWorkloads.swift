@@ -17,20 +17,8 @@ enum ReferenceWorkloads {
     }
 
     static func dispatchPostFromThread(_ reporter: Reporter) {
-        reporter.measure("ns/task", operations: 1_000_000) { count, stopwatch in
-            let queue = DispatchQueue(label: "bench")
-            let semaphore = DispatchSemaphore(value: 0)
-            queue.async { semaphore.signal() }
-            semaphore.wait()
-            Shared.taskCounter = 0
-            stopwatch.start()
-            for _ in 0..<count {
-                queue.async { Shared.taskCounter &+= 1 }
-            }
-            queue.async { semaphore.signal() }
-            semaphore.wait()
-            stopwatch.stop()
-            guard Shared.taskCounter == count else { fatalError("P5: lost tasks") }
+        reporter.measureSerialQueueSubmissions("ns/task") { queue, _ in
+            queue.async { Shared.taskCounter &+= 1 }
         }
     }
 
