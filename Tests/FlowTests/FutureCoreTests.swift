@@ -108,6 +108,70 @@ struct FutureCoreTests {
         #expect(operation.future.result?.error as? FutureError == .aborted)
     }
 
+    /// A disposable that is a value too large to be stored inline in an existential.
+    struct LargeDisposable: Disposable {
+        let disposals: Shared<Int>
+        let padding: (Int, Int, Int, Int) = (1, 2, 3, 4)
+        func dispose() { disposals.mutate { $0 += padding.0 } }
+    }
+
+    /// A disposable that is a one-word value.
+    struct SmallDisposable: Disposable {
+        let disposals: Shared<Int>
+        func dispose() { disposals.mutate { $0 += 1 } }
+    }
+
+    @Test(
+        "an operation's disposable is disposed once, whatever its type, on completion, on cancellation, and at once when returned after completion",
+        arguments: ["object", "small value", "large value"]
+    )
+    func disposablesOfEveryShape(kind: String) {
+        @Sendable func makeDisposable(counting disposals: Shared<Int>) -> Disposable {
+            switch kind {
+            case "object": return Disposer { disposals.mutate { $0 += 1 } }
+            case "small value": return SmallDisposable(disposals: disposals)
+            default: return LargeDisposable(disposals: disposals)
+            }
+        }
+        // Completed later: disposed on completion, before the continuations run.
+        let completedDisposals = Shared(0)
+        let completion = Shared<(@Sendable (Result<Int>) -> Void)?>(nil)
+        let completed = Future<Int>(on: .none) { done in
+            completion.mutate { $0 = done }
+            return makeDisposable(counting: completedDisposals)
+        }
+        let seenDisposals = Shared(-1)
+        completed.onValue(on: .none) { _ in seenDisposals.mutate { $0 = completedDisposals.value } }
+        #expect(completedDisposals.value == 0)
+        completion.mutate { $0.take() }?(.success(1))
+        #expect(completed.result?.value == 1)
+        #expect(completedDisposals.value == 1)
+        #expect(seenDisposals.value == 1)
+
+        // Cancelled: disposed once, and the result is the abort.
+        let cancelledDisposals = Shared(0)
+        let kept = Shared<(@Sendable (Result<Int>) -> Void)?>(nil)  // not abandoned: pending until cancelled
+        let cancelled = Future<Int>(on: .none) { done in
+            kept.mutate { $0 = done }
+            return makeDisposable(counting: cancelledDisposals)
+        }
+        cancelled.cancel()
+        cancelled.cancel()
+        #expect(cancelledDisposals.value == 1)
+        #expect(cancelled.result?.error as? FutureError == .aborted)
+        kept.mutate { $0.take() }?(.success(3))  // too late: ignored, and nothing is disposed twice
+        #expect(cancelledDisposals.value == 1)
+
+        // Completed inside the operation: the disposable it returns is disposed at once.
+        let immediateDisposals = Shared(0)
+        let immediate = Future<Int>(on: .none) { done in
+            done(.success(2))
+            return makeDisposable(counting: immediateDisposals)
+        }
+        #expect(immediateDisposals.value == 1)
+        #expect(immediate.result?.value == 2)
+    }
+
     @Test("a cancel on a future with a continuation does nothing")
     func cancelWithContinuationIsIgnored() {
         let operation = Operation<Int>(on: .none)

@@ -29,7 +29,7 @@ extension Future {
         self.init(initialResult: nil, file: file, line: line)
         let recipe = OperationRecipe(scheduler: scheduler, operation: .plain(operation))
         recipeStorage = recipe
-        OperationRunner.start(self, recipe, isRepetition: false)
+        startFirstRun(recipe) { completion in try operation(completion) }
     }
 
     /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
@@ -60,7 +60,30 @@ extension Future {
         self.init(initialResult: nil, file: file, line: line)
         let recipe = OperationRecipe(scheduler: scheduler, operation: .withMover(operation))
         recipeStorage = recipe
-        OperationRunner.start(self, recipe, isRepetition: false)
+        startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
+    }
+
+    /// Runs a new future's operation the first time: at once when its scheduler is the current one,
+    /// else on it. `call` calls the operation directly rather than through the recipe: in code
+    /// specialised for `Value`, the completion callback the operation gets has its concrete type, so
+    /// an operation that stores it pays no conversion (an allocation per future).
+    @inlinable
+    final func startFirstRun(
+        _ recipe: OperationRecipe<Value>,
+        _ call: (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
+    ) {
+        let context = ThreadContext.current
+        guard recipe.scheduler.isImmediate(in: context), context.enterImmediateFrame() else {
+            OperationRunner.start(self, recipe, isRepetition: false)
+            return
+        }
+        let token = CompletionToken(self)
+        do {
+            setDisposable(try call { token.complete(with: $0) })
+        } catch {
+            complete(with: .failure(error))
+        }
+        context.exitImmediateFrame()
     }
 
     /// Creates a future completed with `value`.
@@ -98,7 +121,7 @@ extension Future {
     /// Creates a future that never completes (until cancelled).
     public convenience init(_ forever: Forever, file: StaticString = #fileID, line: UInt = #line) {
         self.init(initialResult: nil, file: file, line: line)
-        lockedIsForever = true
+        lockedForeverObserverCount = 0
     }
 }
 

@@ -55,13 +55,19 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // the object's own metadata, while a nested generic struct would need a metadata lookup each time.
     // `final`, or code in other modules would go through dynamically dispatched accessors; exclusivity
     // is the lock's job, so the runtime's dynamic checks are skipped.
+    //
+    // The order is the layout: every future pays for these bytes, and a long chain is as fast as its
+    // memory traffic. The flags fill the bytes after the recipe's tag; the result and the operation's
+    // disposable share one slot. A pending future takes 120 bytes, a derived one 168.
 
     @usableFromInline
     let lock = FutureLock()
 
-    /// Whether ``lockedResultStorage`` holds the result.
+    /// For a ``Forever`` future, the number of its continuations, which it counts instead of holding
+    /// (it never delivers a result, so holding them would keep them alive in a cycle for good); -1
+    /// for every other future.
     @usableFromInline @exclusivity(unchecked)
-    final var lockedIsCompleted = false
+    final var lockedForeverObserverCount: Int32 = -1
 
     /// The first continuation, stored inline: most futures have exactly one.
     @usableFromInline @exclusivity(unchecked)
@@ -70,55 +76,64 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked)
     final var lockedOtherListeners: [Listener] = []
 
-    /// What to dispose once the future completes or is cancelled (its operation's disposable), when
-    /// `lockedHasDisposable`. Not optional, and paired with a flag: an optional existential is
-    /// tested and destroyed through runtime witnesses, which the common case (nothing to dispose)
-    /// should not pay for. Once the future has completed, only the completing thread touches it.
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedDisposable: Disposable = NilDisposer()
-
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedHasDisposable = false
-
-    /// For a ``Forever`` future: it never delivers a result, so it counts its continuations instead of
-    /// holding them (holding them would keep them alive in a cycle for good).
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedIsForever = false
-
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedForeverObserverCount: Int32 = 0
-
-    @inlinable
-    final var lockedHasListeners: Bool { lockedFirstListener != nil || lockedForeverObserverCount > 0 }
-
     /// For a future made from an operation: how to run it again. Written once, before the future is
     /// shared.
     @usableFromInline @exclusivity(unchecked)
     final var recipeStorage: OperationRecipe<Value>?
 
-    /// The result once ``lockedIsCompleted``: a `Result<Value>`, held as `Any`.
+    /// Whether ``lockedStorage`` holds the result.
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedIsCompleted = false
+
+    /// Whether ``lockedStorage`` holds the operation's ``Disposable`` (only while pending).
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedHasDisposable = false
+
+    /// The result once ``lockedIsCompleted``, held as `Any`; before that, the disposable of the
+    /// operation when ``lockedHasDisposable`` (the future needs it only until it completes, and the
+    /// result only after), else nothing.
     ///
     /// Not a `Result<Value>?`: a field whose layout depends on `Value` is destroyed by the class's
     /// unspecialised deinitialiser, which must look up the field type's metadata in the runtime's
     /// hash table (twice for an optional result) for every future freed, a third of the cost of a
     /// short-lived future. An existential carries its type with it, so freeing it costs no lookup;
-    /// results up to three words (a `Result` of an `Int`, a `String`, an array) are stored inline.
-    /// Reading it back is an exact-type cast. With it, no field of a future has a layout that depends
-    /// on `Value`: code outside the class reaches every field at a fixed offset.
+    /// results up to three words (a `Result` of an `Int`, a `String`, an array) and disposables that
+    /// are objects are stored inline. Reading the result back is an exact-type cast. With it, no field
+    /// of a future has a layout that depends on `Value`: code outside the class reaches every field at
+    /// a fixed offset.
     @usableFromInline @exclusivity(unchecked)
-    final var lockedResultStorage: Any = ()
+    final var lockedStorage: Any = ()
+
+    /// Whether this is a ``Forever`` future.
+    @inlinable
+    final var lockedIsForever: Bool { lockedForeverObserverCount >= 0 }
+
+    @inlinable
+    final var lockedHasListeners: Bool { lockedFirstListener != nil || lockedForeverObserverCount > 0 }
 
     /// The result, if the future has completed. Read under the lock.
     @inlinable
     final var lockedResult: Result<Value>? {
-        lockedIsCompleted ? (lockedResultStorage as! Result<Value>) : nil
+        lockedIsCompleted ? (lockedStorage as! Result<Value>) : nil
     }
 
-    /// Records `result` as the future's result. Under the lock, once.
+    /// Records `result` as the future's result. Under the lock, once, when there is no disposable
+    /// to take out first (``lockedHasDisposable`` is false).
     @inlinable
     final func lockedSetResult(_ result: Result<Value>) {
-        lockedResultStorage = result
+        lockedStorage = result
         lockedIsCompleted = true
+    }
+
+    /// Moves the operation's disposable out of ``lockedStorage``. Under the lock, when
+    /// ``lockedHasDisposable``.
+    @usableFromInline
+    final func lockedTakeDisposable() -> Disposable {
+        lockedHasDisposable = false
+        // Only disposables are stored with `lockedHasDisposable`: the cast cannot fail.
+        let disposable = lockedStorage as! Disposable
+        lockedStorage = ()
+        return disposable
     }
 
     #if DEBUG
@@ -140,7 +155,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         liveCountScope?.increment()
         #endif
         if let result {
-            lockedResultStorage = result
+            lockedStorage = result
             lockedIsCompleted = true
         }
     }
@@ -196,13 +211,30 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             lock.unlock()
             return false
         }
+        // Kept out of this path, which most futures take: an existential local costs runtime calls.
+        if lockedHasDisposable { return lockedCompleteDisposing(with: result) }
         lockedSetResult(result)
         let first = lockedFirstListener.take()
-        let hasDisposable = lockedHasDisposable
         let others = lockedOtherListeners.isEmpty ? [] : lockedOtherListeners
         if !others.isEmpty { lockedOtherListeners = [] }
         lock.unlock()
-        if hasDisposable { disposeOperation() }
+        if let first {
+            Future.notify(first, others, of: result)
+        }
+        return true
+    }
+
+    /// ``complete(with:)`` for a future holding its operation's disposable: called with the lock
+    /// held; unlocks, disposes the operation, then notifies the continuations.
+    @inlinable @inline(never)
+    final func lockedCompleteDisposing(with result: Result<Value>) -> Bool {
+        let disposable = lockedTakeDisposable()
+        lockedSetResult(result)
+        let first = lockedFirstListener.take()
+        let others = lockedOtherListeners
+        lockedOtherListeners = []
+        lock.unlock()
+        disposable.dispose()
         if let first {
             Future.notify(first, others, of: result)
         }
@@ -262,19 +294,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             disposable.dispose()
             return
         }
-        lockedDisposable = disposable
+        lockedStorage = disposable
         lockedHasDisposable = true
         lock.unlock()
-    }
-
-    /// Disposes the operation's disposable and lets go of it. Called once the future has completed,
-    /// when nothing else touches the disposable any more.
-    @usableFromInline
-    final func disposeOperation() {
-        let disposable = lockedDisposable
-        lockedDisposable = NilDisposer()
-        lockedHasDisposable = false
-        disposable.dispose()
     }
 
     /// The result, if the future has completed.
@@ -326,14 +348,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Returns: whether the future was cancelled.
     final func cancelIfUnobserved() -> Bool {
-        // nil: not cancelled; otherwise whether there is a disposable to dispose.
-        let hasDisposable = withLock { () -> Bool? in
+        // nil: not cancelled; otherwise the operation's disposable, if any.
+        let disposal = withLock { () -> Disposable?? in
             guard !lockedIsCompleted, !lockedHasListeners else { return nil }
+            let disposable = lockedHasDisposable ? lockedTakeDisposable() : nil
             lockedSetResult(.failure(FutureError.aborted))
-            return lockedHasDisposable
+            return .some(disposable)
         }
-        guard let hasDisposable else { return false }
-        if hasDisposable { disposeOperation() }
+        guard let disposal else { return false }
+        disposal?.dispose()
         didCancel()
         return true
     }
