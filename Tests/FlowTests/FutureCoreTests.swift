@@ -108,6 +108,56 @@ struct FutureCoreTests {
         #expect(operation.future.result?.error as? FutureError == .aborted)
     }
 
+    final class Payload: Sendable {
+        let name: String
+        init(name: String) { self.name = name }
+    }
+
+    /// Not bitwise-takable: moving it must go through the runtime.
+    struct WeaklyHeld: @unchecked Sendable {  // @unchecked: the weak reference is only read in the test's thread
+        weak var payload: Payload?
+    }
+
+    struct Large: Sendable, Equatable {
+        var words: (Int, Int, Int, Int, Int) = (1, 2, 3, 4, 5)
+        static func == (lhs: Large, rhs: Large) -> Bool { lhs.words == rhs.words }
+    }
+
+    /// Results are stored type-erased and read back in place when small: every shape must read back
+    /// exactly, whether completed at creation, by an operation, or seen through a continuation.
+    func readsBack<Value: Sendable>(_ value: Value, _ matches: @escaping @Sendable (Value) -> Bool) -> Bool {
+        let completion = Shared<(@Sendable (Result<Value>) -> Void)?>(nil)
+        let pending = Future<Value>(on: .none) { done in
+            completion.mutate { $0 = done }
+            return NilDisposer()
+        }
+        let seen = Shared(false)
+        let mapped = pending.map(on: .none) { value in matches(value) }
+        mapped.onValue(on: .none) { _ in seen.mutate { $0 = true } }
+        completion.mutate { $0.take() }?(.success(value))
+        let failed = Future<Value>(error: TestError(code: 9))
+        return Future(value).result.map { $0.value.map(matches) == true } == true
+            && pending.result?.value.map(matches) == true
+            && mapped.result?.value == true
+            && seen.value
+            && (failed.result?.error as? TestError)?.code == 9
+    }
+
+    @Test("results of every shape read back exactly: small, large, objects, non-bitwise-takable values, errors")
+    func resultsOfEveryShape() {
+        let payload = Payload(name: "kept")
+        #expect(readsBack(42) { $0 == 42 })
+        #expect(readsBack(()) { _ in true })
+        #expect(readsBack("a string long enough to be stored out of line, not in small-string form") { $0.hasPrefix("a string") })
+        #expect(readsBack([1, 2, 3]) { $0 == [1, 2, 3] })
+        #expect(readsBack(Large()) { $0 == Large() })
+        #expect(readsBack(payload) { $0 === payload })
+        #expect(readsBack(Optional<Int>.none) { $0 == nil })
+        #expect(readsBack((1, "two")) { $0.0 == 1 && $0.1 == "two" })
+        let weakly = WeaklyHeld(payload: payload)
+        #expect(readsBack(weakly) { $0.payload === payload })
+    }
+
     /// A disposable that is a value too large to be stored inline in an existential.
     struct LargeDisposable: Disposable {
         let disposals: Shared<Int>
