@@ -25,6 +25,7 @@ GOALS = {
     ("P7", "cancel ns/timer"): ("libuv", 2.0, "≤ 2× libuv"),
     ("P8", "bytes/pending future"): (None, 96, "≤ 96 B"),
     ("P8", "bytes/pending timer"): (None, 160, "≤ 160 B"),
+    ("P8-deferred", "bytes/pending future"): (None, 96, "≤ 96 B"),
     ("P9-queue", "ns/op"): ("dispatch", 1.2, "≤ 1.2× Dispatch"),
     ("P9-loop", "ns/op"): (None, 50, "≤ 50 ns"),
 }
@@ -38,6 +39,7 @@ DESCRIPTIONS = {
     "P6": "1M tasks posted on the loop",
     "P7": "1M random 0–999 ms timers",
     "P8": "memory per pending future with one callback / per pending timer",
+    "P8-deferred": "memory per pending `Deferred` with one `upon` closure (to the loop)",
     "P9-queue": "`upon` a filled Deferred to a serial queue, 1M",
     "P9-queue-pending": "a new Deferred, `upon` to a serial queue, then the fill, 1M",
     "P9-loop": "`upon` a filled Deferred to the loop, on the loop, 1M",
@@ -57,7 +59,7 @@ ALLOCATION_METRIC = {
     "bytes/pending timer": "allocs/pending timer",
 }
 
-SUBJECT = {"P9-queue": "deferred", "P9-queue-pending": "deferred", "P9-loop": "deferred"}
+SUBJECT = {"P8-deferred": "deferred", "P9-queue": "deferred", "P9-queue-pending": "deferred", "P9-loop": "deferred"}
 ORDER = ["flow", "deferred", "libuv", "nio", "dispatch"]
 
 

@@ -9,6 +9,10 @@ import Flow
 //   DeferredBenchmarks P9-queue deferred|dispatch|dispatch-capturing
 //   DeferredBenchmarks P9-queue-pending deferred|dispatch-capturing
 //   DeferredBenchmarks P9-loop deferred|flow
+//
+// And P8's memory per pending future with one callback, for a `Deferred`:
+//
+//   DeferredBenchmarks P8-deferred deferred
 
 /// 1M closures submitted from this thread to a serial queue; time until the last one ran.
 func queueWorkload(submit: @escaping (DispatchQueue, Int) -> Void) -> Workload {
@@ -45,7 +49,43 @@ let filled = Deferred<Int>(filledWith: 1)
 /// as in real code, is allocated on the heap (one that does not, the optimiser puts on the stack).
 nonisolated(unsafe) var lastPending: Deferred<Int>?
 
+/// P8 for a `Deferred`: the heap bytes and allocations of 100k pending Deferreds, each with one
+/// `upon` closure to the loop they were made on, kept in an array reserved beforehand.
+func pendingDeferredMemory(_ reporter: Reporter) {
+    let count = 100_000
+    nonisolated(unsafe) var bytes: UInt64 = 0
+    nonisolated(unsafe) var allocations: UInt64 = 0
+    nonisolated(unsafe) var pending: [Deferred<Int>] = []
+    pending.reserveCapacity(count)
+    let loop = Flow.EventLoop(name: "bench")
+    loop.execute {
+        let scheduler = loop.scheduler
+        let before = mc_heap_bytes_in_use()
+        mc_start_counting()
+        for _ in 0..<count {
+            let deferred = Deferred<Int>()
+            deferred.upon(scheduler) { Shared.taskCounter &+= $0 }
+            pending.append(deferred)
+        }
+        allocations = mc_stop_counting()
+        bytes = mc_heap_bytes_in_use() - before
+        Shared.taskCounter = 0
+        for deferred in pending { deferred.fill(with: 1) }
+        pending = []
+    }
+    do {
+        try loop.run()
+        try loop.close()
+    } catch {
+        fatalError("loop: \(error)")
+    }
+    guard Shared.taskCounter == count else { fatalError("P8-deferred: lost callbacks") }
+    reporter.record("bytes/pending future", Double(bytes) / Double(count))
+    reporter.record("allocs/pending future", Double(allocations) / Double(count))
+}
+
 runWorkloadFromCommandLine([
+    "P8-deferred": ["deferred": pendingDeferredMemory],
     "P9-queue": [
         "deferred": queueWorkload { queue, _ in filled.upon(queue) { Shared.taskCounter &+= $0 } },
         // Expected allocations per operation: 2 (the block Dispatch copies to the heap, and its
