@@ -14,14 +14,19 @@ struct SoakTests {
     @Test("four clients echo through the server for a bounded time; every byte returns and memory returns to its baseline")
     func echoServerSoak() async {
         // In a child process of its own, so that other tests running meanwhile do not move its memory.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+        let result = await #expect(
+            processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]
+        ) {
             let status = SoakTests.soak()
             fflush(nil)
             exit(status)
         }
         let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
         print(output, terminator: "")
-        #expect(output.contains("soak: "), "the soak printed no figures")
+        // What the child wrote to its standard error (a runtime or harness message), to tell why when
+        // it did not get as far as its figures.
+        let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(output.contains("soak: "), "the soak printed no figures; its standard error: \(errors)")
     }
 
     /// The soak itself; returns its exit status (0: as expected), printing its figures and any problem.

@@ -98,9 +98,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// hash table (twice for an optional result) for every future freed, a third of the cost of a
     /// short-lived future. An existential carries its type with it, so freeing it costs no lookup;
     /// results up to three words (a `Result` of an `Int`, a `String`, an array) and disposables that
-    /// are objects are stored inline. Reading the result back is an exact-type cast. With it, no field
-    /// of a future has a layout that depends on `Value`: code outside the class reaches every field at
-    /// a fixed offset.
+    /// are objects are stored inline. A result stored inline is read back in place (see
+    /// ``storedResult(in:)``), any other with an exact-type cast. With it, no field of a future has a
+    /// layout that depends on `Value`: code outside the class reaches every field at a fixed offset.
     @usableFromInline @exclusivity(unchecked)
     final var lockedStorage: Any = ()
 
