@@ -19,24 +19,30 @@ func queueWorkload(submit: @escaping (DispatchQueue, Int) -> Void) -> Workload {
     { reporter in reporter.measureSerialQueueSubmissions("ns/op", submit: submit) }
 }
 
+/// Runs `body` in a job on a new loop driven by the calling thread, until the loop has nothing left
+/// to do, then closes the loop.
+func onNewLoop(_ body: @escaping @Sendable (Flow.EventLoop) -> Void) {
+    let loop = Flow.EventLoop(name: "bench")
+    loop.execute { body(loop) }
+    do {
+        try loop.run()
+        try loop.close()
+    } catch {
+        fatalError("loop: \(error)")
+    }
+}
+
 /// 1M closures submitted to a loop from a job on that loop; time until the last one ran.
 func loopWorkload(submit: @escaping @Sendable (Flow.EventLoop) -> Void) -> Workload {
     { reporter in
         reporter.measure("ns/op", operations: 1_000_000) { count, stopwatch in
             Shared.taskCounter = 0
-            let loop = Flow.EventLoop(name: "bench")
-            loop.execute {
+            onNewLoop { loop in
                 stopwatch.start()
                 for _ in 0..<count {
                     submit(loop)
                 }
                 loop.execute { stopwatch.stop() }
-            }
-            do {
-                try loop.run()
-                try loop.close()
-            } catch {
-                fatalError("loop: \(error)")
             }
             guard Shared.taskCounter == count else { fatalError("P9: lost work") }
         }
@@ -57,8 +63,7 @@ func pendingDeferredMemory(_ reporter: Reporter) {
     nonisolated(unsafe) var allocations: UInt64 = 0
     nonisolated(unsafe) var pending: [Deferred<Int>] = []
     pending.reserveCapacity(count)
-    let loop = Flow.EventLoop(name: "bench")
-    loop.execute {
+    onNewLoop { loop in
         let scheduler = loop.scheduler
         let before = mc_heap_bytes_in_use()
         mc_start_counting()
@@ -72,12 +77,6 @@ func pendingDeferredMemory(_ reporter: Reporter) {
         Shared.taskCounter = 0
         for deferred in pending { deferred.fill(with: 1) }
         pending = []
-    }
-    do {
-        try loop.run()
-        try loop.close()
-    } catch {
-        fatalError("loop: \(error)")
     }
     guard Shared.taskCounter == count else { fatalError("P8-deferred: lost callbacks") }
     reporter.record("bytes/pending future", Double(bytes) / Double(count))
