@@ -20,7 +20,10 @@ let package = Package(
         // The raw-libuv reference workloads, written in C against libuv directly.
         .target(name: "CLibUVReference", dependencies: ["CMallocCounter"], linkerSettings: [.linkedLibrary("uv")]),
         // Timing, allocation counting and reporting, shared by the benchmark programs.
-        .target(name: "BenchmarkSupport", dependencies: ["CMallocCounter"]),
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: ["CMallocCounter", .product(name: "Flow", package: flowPackage)]
+        ),
         // P1-P8: Flow against SwiftNIO, raw libuv and Dispatch.
         .executableTarget(
             name: "FlowBenchmarks",

@@ -1,4 +1,5 @@
 import Dispatch
+import Flow
 @_exported import CMallocCounter
 
 #if canImport(Glibc)
@@ -147,5 +148,18 @@ extension Reporter {
             stopwatch.stop()
             guard Shared.taskCounter == count else { fatalError("\(workload): lost work on the queue") }
         }
+    }
+}
+
+/// Runs `body` in a job on a new loop driven by the calling thread ("on the loop": `Scheduler.current`
+/// is the loop, so callbacks run at once), until the loop has nothing left to do; then closes it.
+public func onNewLoop(_ body: @escaping @Sendable (EventLoop) -> Void) {
+    let loop = EventLoop(name: "bench")
+    loop.execute { body(loop) }
+    do {
+        try loop.run()
+        try loop.close()
+    } catch {
+        fatalError("loop: \(error)")
     }
 }

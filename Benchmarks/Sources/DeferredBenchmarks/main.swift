@@ -19,19 +19,6 @@ func queueWorkload(submit: @escaping (DispatchQueue, Int) -> Void) -> Workload {
     { reporter in reporter.measureSerialQueueSubmissions("ns/op", submit: submit) }
 }
 
-/// Runs `body` in a job on a new loop driven by the calling thread, until the loop has nothing left
-/// to do, then closes the loop.
-func onNewLoop(_ body: @escaping @Sendable (Flow.EventLoop) -> Void) {
-    let loop = Flow.EventLoop(name: "bench")
-    loop.execute { body(loop) }
-    do {
-        try loop.run()
-        try loop.close()
-    } catch {
-        fatalError("loop: \(error)")
-    }
-}
-
 /// 1M closures submitted to a loop from a job on that loop; time until the last one ran.
 func loopWorkload(submit: @escaping @Sendable (Flow.EventLoop) -> Void) -> Workload {
     { reporter in

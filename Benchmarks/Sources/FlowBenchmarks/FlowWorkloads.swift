@@ -28,25 +28,13 @@ enum FlowWorkloads {
         }
     }
 
-    /// Runs `body` in a job on a fresh loop driven by the calling thread, and closes the loop after.
-    static func onLoop(_ body: @escaping @Sendable (EventLoop) -> Void) {
-        let loop = EventLoop(name: "bench")
-        loop.execute { body(loop) }
-        do {
-            try loop.run()
-            try loop.close()
-        } catch {
-            fatalError("loop: \(error)")
-        }
-    }
-
     // MARK: P1: promise + 1 map + completion, on the loop
 
     // Expected allocations per operation: the future, its operation's recipe, the completion token and
     // the closures around it, the mapped future.
     static func promiseMapComplete(_ reporter: Reporter) {
         reporter.measure(operations: 1_000_000) { operations, stopwatch in
-            onLoop { _ in
+            onNewLoop { _ in
                 stopwatch.start()
                 for index in 0..<operations {
                     let promise = makePromise()
@@ -65,7 +53,7 @@ enum FlowWorkloads {
 
     static func chainedMaps(_ reporter: Reporter) {
         reporter.measure("ns/link", operations: 1_000_000) { links, stopwatch in
-            onLoop { _ in
+            onNewLoop { _ in
                 stopwatch.start()
                 buildAndCompleteChain(links: links)
                 stopwatch.stop()
@@ -87,7 +75,7 @@ enum FlowWorkloads {
 
     static func recursiveFlatMap(_ reporter: Reporter) {
         reporter.measure("ns/step", operations: 1_000_000) { depth, stopwatch in
-            onLoop { _ in
+            onNewLoop { _ in
                 stopwatch.start()
                 let result = countdown(depth).result?.value
                 stopwatch.stop()
@@ -108,7 +96,7 @@ enum FlowWorkloads {
         reporter.measure("ns/future", operations: 100_000, countingOperations: 100_000) { count, stopwatch in
             pendingCompletions = []
             pendingCompletions.reserveCapacity(count)
-            onLoop { _ in
+            onNewLoop { _ in
                 stopwatch.start()
                 joinAndComplete(count: count)
                 stopwatch.stop()
@@ -157,7 +145,7 @@ enum FlowWorkloads {
     static func postOnLoop(_ reporter: Reporter) {
         reporter.measure("ns/task", operations: 1_000_000) { count, stopwatch in
             Shared.taskCounter = 0
-            onLoop { loop in
+            onNewLoop { loop in
                 stopwatch.start()
                 for _ in 0..<count {
                     loop.execute { Shared.taskCounter &+= 1 }
@@ -180,7 +168,7 @@ enum FlowWorkloads {
         nonisolated(unsafe) var cancelAllocations: UInt64 = 0
         nonisolated(unsafe) var disposables: [Disposable] = []
         disposables.reserveCapacity(count)
-        onLoop { loop in
+        onNewLoop { loop in
             mc_start_counting()
             for index in 0..<counted {
                 disposables.append(loop.execute(after: Double(delays[index]) / 1_000) { Shared.timersFired &+= 1 })
@@ -197,7 +185,7 @@ enum FlowWorkloads {
         Shared.timerCount = count
         nonisolated(unsafe) var scheduleNanoseconds: UInt64 = 0
         nonisolated(unsafe) var startedAt: UInt64 = 0
-        onLoop { loop in
+        onNewLoop { loop in
             startedAt = monotonicNanoseconds()
             for delay in delays {
                 loop.execute(after: Double(delay) / 1_000) {
@@ -214,7 +202,7 @@ enum FlowWorkloads {
 
         // Schedule all, then cancel all (and free them).
         nonisolated(unsafe) var cancelNanoseconds: UInt64 = 0
-        onLoop { loop in
+        onNewLoop { loop in
             for delay in delays {
                 disposables.append(loop.execute(after: Double(delay) / 1_000) { Shared.timersFired &+= 1 })
             }
@@ -239,7 +227,7 @@ enum FlowWorkloads {
         nonisolated(unsafe) var futureAllocations: UInt64 = 0
         pendingCompletions = []
         pendingCompletions.reserveCapacity(count)
-        onLoop { _ in
+        onNewLoop { _ in
             let before = mc_heap_bytes_in_use()
             mc_start_counting()
             for _ in 0..<count {
@@ -255,7 +243,7 @@ enum FlowWorkloads {
         nonisolated(unsafe) var timerAllocations: UInt64 = 0
         nonisolated(unsafe) var disposables: [Disposable] = []
         disposables.reserveCapacity(count)
-        onLoop { loop in
+        onNewLoop { loop in
             let before = mc_heap_bytes_in_use()
             mc_start_counting()
             for index in 0..<count {
