@@ -64,9 +64,9 @@ extension Future {
     }
 
     /// Runs a new future's operation the first time: at once when its scheduler is the current one,
-    /// else on it. `call` calls the operation directly rather than through the recipe: in code
-    /// specialised for `Value`, the completion callback the operation gets has its concrete type, so
-    /// an operation that stores it pays no conversion (an allocation per future).
+    /// else on it. `call` calls the operation directly, as the initialiser received it, rather than
+    /// through the recipe's stored copy: in code specialised at the caller, that skips the recipe's
+    /// switch and its generic closure representation (about 140 instructions per future).
     @inlinable
     final func startFirstRun(
         _ recipe: OperationRecipe<Value>,
@@ -219,7 +219,8 @@ enum OperationRunner {
 @usableFromInline
 final class CompletionToken<Value: Sendable>: Sendable {
     /// The future, retained, until the first call takes it (then 0). One atomic word rather than a
-    /// lock and a reference: the token is one allocation per operation, and this halves it.
+    /// lock and a reference: the token is one allocation per operation, and this makes it a 32-byte
+    /// block instead of 48, with one atomic operation per completion instead of two.
     @usableFromInline let futureAddress: Atomic<UInt>
 
     @inlinable
