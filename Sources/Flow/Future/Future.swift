@@ -237,9 +237,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // Kept out of this path, which most futures take: an existential local costs runtime calls.
         if lockedHasDisposable { return lockedCompleteDisposing(with: result) }
         lockedSetResult(result)
-        let first = lockedFirstListener.take()
-        let others = lockedOtherListeners.isEmpty ? [] : lockedOtherListeners
-        if !others.isEmpty { lockedOtherListeners = [] }
+        let (first, others) = lockedTakeListeners()
         lock.unlock()
         if let first {
             Future.notify(first, others, of: result)
@@ -253,15 +251,23 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     final func lockedCompleteDisposing(with result: Result<Value>) -> Bool {
         let disposable = lockedTakeDisposable()
         lockedSetResult(result)
-        let first = lockedFirstListener.take()
-        let others = lockedOtherListeners
-        lockedOtherListeners = []
+        let (first, others) = lockedTakeListeners()
         lock.unlock()
         disposable.dispose()
         if let first {
             Future.notify(first, others, of: result)
         }
         return true
+    }
+
+    /// Moves the continuations out, in the order they were added. Under the lock, on completion.
+    @inlinable
+    final func lockedTakeListeners() -> (first: Listener?, others: [Listener]) {
+        let first = lockedFirstListener.take()
+        guard !lockedOtherListeners.isEmpty else { return (first, []) }
+        let others = lockedOtherListeners
+        lockedOtherListeners = []
+        return (first, others)
     }
 
     /// Hands `result` to the listeners inside an immediate-execution frame, so that a chain of
@@ -371,15 +377,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     ///
     /// - Returns: whether the future was cancelled.
     final func cancelIfUnobserved() -> Bool {
-        // nil: not cancelled; otherwise the operation's disposable, if any.
-        let disposal = withLock { () -> Disposable?? in
-            guard !lockedIsCompleted, !lockedHasListeners else { return nil }
-            let disposable = lockedHasDisposable ? lockedTakeDisposable() : nil
+        var disposable: Disposable?
+        let isCancelled = withLock { () -> Bool in
+            guard !lockedIsCompleted, !lockedHasListeners else { return false }
+            if lockedHasDisposable { disposable = lockedTakeDisposable() }
             lockedSetResult(.failure(FutureError.aborted))
-            return .some(disposable)
+            return true
         }
-        guard let disposal else { return false }
-        disposal?.dispose()
+        guard isCancelled else { return false }
+        disposable?.dispose()
         didCancel()
         return true
     }
