@@ -163,3 +163,31 @@ public func onNewLoop(_ body: @escaping @Sendable (EventLoop) -> Void) {
         fatalError("loop: \(error)")
     }
 }
+
+/// What a piece of code left on the heap: the bytes still in use after it (chunk sizes, malloc's
+/// headers included) and the allocations it made.
+public struct HeapGrowth: Sendable {
+    public var bytes: UInt64 = 0
+    public var allocations: UInt64 = 0
+
+    public init() {}
+}
+
+/// Runs `body` and measures what it left on the heap (P8's metric).
+public func measureHeapGrowth(_ body: () -> Void) -> HeapGrowth {
+    let before = mc_heap_bytes_in_use()
+    mc_start_counting()
+    body()
+    var growth = HeapGrowth()
+    growth.allocations = mc_stop_counting()
+    growth.bytes = mc_heap_bytes_in_use() - before
+    return growth
+}
+
+extension Reporter {
+    /// Records `growth` spread over `count` items, as "bytes/`item`" and "allocs/`item`".
+    public func recordHeapGrowth(_ growth: HeapGrowth, per item: String, count: Int) {
+        record("bytes/\(item)", Double(growth.bytes) / Double(count))
+        record("allocs/\(item)", Double(growth.allocations) / Double(count))
+    }
+}

@@ -46,28 +46,24 @@ nonisolated(unsafe) var lastPending: Deferred<Int>?
 /// `upon` closure to the loop they were made on, kept in an array reserved beforehand.
 func pendingDeferredMemory(_ reporter: Reporter) {
     let count = 100_000
-    nonisolated(unsafe) var bytes: UInt64 = 0
-    nonisolated(unsafe) var allocations: UInt64 = 0
+    nonisolated(unsafe) var growth = HeapGrowth()
     nonisolated(unsafe) var pending: [Deferred<Int>] = []
     pending.reserveCapacity(count)
     onNewLoop { loop in
         let scheduler = loop.scheduler
-        let before = mc_heap_bytes_in_use()
-        mc_start_counting()
-        for _ in 0..<count {
-            let deferred = Deferred<Int>()
-            deferred.upon(scheduler) { Shared.taskCounter &+= $0 }
-            pending.append(deferred)
+        growth = measureHeapGrowth {
+            for _ in 0..<count {
+                let deferred = Deferred<Int>()
+                deferred.upon(scheduler) { Shared.taskCounter &+= $0 }
+                pending.append(deferred)
+            }
         }
-        allocations = mc_stop_counting()
-        bytes = mc_heap_bytes_in_use() - before
         Shared.taskCounter = 0
         for deferred in pending { deferred.fill(with: 1) }
         pending = []
     }
     guard Shared.taskCounter == count else { fatalError("P8-deferred: lost callbacks") }
-    reporter.record("bytes/pending future", Double(bytes) / Double(count))
-    reporter.record("allocs/pending future", Double(allocations) / Double(count))
+    reporter.recordHeapGrowth(growth, per: "pending future", count: count)
 }
 
 runWorkloadFromCommandLine([

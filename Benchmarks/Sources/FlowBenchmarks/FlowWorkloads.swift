@@ -223,41 +223,33 @@ enum FlowWorkloads {
 
     static func memory(_ reporter: Reporter) {
         let count = 100_000
-        nonisolated(unsafe) var futureBytes: UInt64 = 0
-        nonisolated(unsafe) var futureAllocations: UInt64 = 0
+        nonisolated(unsafe) var futureGrowth = HeapGrowth()
         pendingCompletions = []
         pendingCompletions.reserveCapacity(count)
         onNewLoop { _ in
-            let before = mc_heap_bytes_in_use()
-            mc_start_counting()
-            for _ in 0..<count {
-                makeCollectedPromise().onValue { Shared.sink &+= $0 }
+            futureGrowth = measureHeapGrowth {
+                for _ in 0..<count {
+                    makeCollectedPromise().onValue { Shared.sink &+= $0 }
+                }
             }
-            futureAllocations = mc_stop_counting()
-            futureBytes = mc_heap_bytes_in_use() - before
             for completion in pendingCompletions { completion(.success(1)) }
             pendingCompletions = []
         }
 
-        nonisolated(unsafe) var timerBytes: UInt64 = 0
-        nonisolated(unsafe) var timerAllocations: UInt64 = 0
+        nonisolated(unsafe) var timerGrowth = HeapGrowth()
         nonisolated(unsafe) var disposables: [Disposable] = []
         disposables.reserveCapacity(count)
         onNewLoop { loop in
-            let before = mc_heap_bytes_in_use()
-            mc_start_counting()
-            for index in 0..<count {
-                disposables.append(loop.execute(after: 10 + Double(index % 1_000) / 1_000) { Shared.timersFired &+= 1 })
+            timerGrowth = measureHeapGrowth {
+                for index in 0..<count {
+                    disposables.append(loop.execute(after: 10 + Double(index % 1_000) / 1_000) { Shared.timersFired &+= 1 })
+                }
             }
-            timerAllocations = mc_stop_counting()
-            timerBytes = mc_heap_bytes_in_use() - before
             for disposable in disposables { disposable.dispose() }
             disposables = []
         }
 
-        reporter.record("bytes/pending future", Double(futureBytes) / Double(count))
-        reporter.record("allocs/pending future", Double(futureAllocations) / Double(count))
-        reporter.record("bytes/pending timer", Double(timerBytes) / Double(count))
-        reporter.record("allocs/pending timer", Double(timerAllocations) / Double(count))
+        reporter.recordHeapGrowth(futureGrowth, per: "pending future", count: count)
+        reporter.recordHeapGrowth(timerGrowth, per: "pending timer", count: count)
     }
 }

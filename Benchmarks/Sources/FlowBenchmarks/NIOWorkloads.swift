@@ -173,24 +173,20 @@ enum NIOWorkloads {
 
     static func pendingFutureMemory(_ reporter: Reporter) {
         let count = 100_000
-        nonisolated(unsafe) var bytes: UInt64 = 0
-        nonisolated(unsafe) var allocations: UInt64 = 0
+        nonisolated(unsafe) var growth = HeapGrowth()
         pendingPromises = []
         pendingPromises.reserveCapacity(count)
         onLoop { loop in
-            let before = mc_heap_bytes_in_use()
-            mc_start_counting()
-            for _ in 0..<count {
-                let promise = loop.makePromise(of: Int.self)
-                promise.futureResult.whenSuccess { Shared.sink &+= $0 }
-                pendingPromises.append(promise)
+            growth = measureHeapGrowth {
+                for _ in 0..<count {
+                    let promise = loop.makePromise(of: Int.self)
+                    promise.futureResult.whenSuccess { Shared.sink &+= $0 }
+                    pendingPromises.append(promise)
+                }
             }
-            allocations = mc_stop_counting()
-            bytes = mc_heap_bytes_in_use() - before
             for promise in pendingPromises { promise.succeed(1) }
             pendingPromises = []
         }
-        reporter.record("bytes/pending future", Double(bytes) / Double(count))
-        reporter.record("allocs/pending future", Double(allocations) / Double(count))
+        reporter.recordHeapGrowth(growth, per: "pending future", count: count)
     }
 }
