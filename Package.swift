@@ -56,6 +56,19 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob", "Tour"]),
+
+        // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users
+        // write it (captured `var`s mutated in callbacks, defaulted arguments), in Swift 5 mode.
+        .testTarget(
+            name: "FlowCompatibilityTests",
+            dependencies: ["Flow"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "DeferredCompatibilityTests",
+            dependencies: ["Deferred"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
