@@ -9,12 +9,21 @@ let package = Package(
         .library(name: "FlowTesting", targets: ["FlowTesting"]),
         .library(name: "Deferred", targets: ["Deferred"]),
         .library(name: "FlowNet", targets: ["FlowNet"]),
+        // Bridges to the Swift server ecosystem: products of their own, so that `import Flow` alone
+        // builds none of SwiftNIO, swift-service-lifecycle or swift-log.
+        .library(name: "FlowNIO", targets: ["FlowNIO"]),
+        .library(name: "FlowServiceLifecycle", targets: ["FlowServiceLifecycle"]),
+        .library(name: "FlowLogging", targets: ["FlowLogging"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // Property-based tests of the combinators against a reference model.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        // The ecosystem bridges (FlowNIO, FlowServiceLifecycle, FlowLogging) and the examples.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // libuv, as the system provides it (Debian: libuv1-dev).
@@ -35,6 +44,22 @@ let package = Package(
         .target(name: "Deferred", dependencies: ["Flow"]),
         // TCP on the loop: listen, accept, connect, read, write with back-pressure.
         .target(name: "FlowNet", dependencies: ["Flow", "CLibUV"]),
+        // SwiftNIO futures and loops as Flow futures and schedulers, and the other way round.
+        .target(
+            name: "FlowNIO",
+            dependencies: [
+                "Flow",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // Flow loops and servers as swift-service-lifecycle services.
+        .target(
+            name: "FlowServiceLifecycle",
+            dependencies: ["Flow", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
+        // Flow's diagnostics through a swift-log `Logger`.
+        .target(name: "FlowLogging", dependencies: ["Flow", .product(name: "Logging", package: "swift-log")]),
 
         // Programs: `swift run <Name>`.
         .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
@@ -54,6 +79,27 @@ let package = Package(
                 "Flow", "FlowTesting", "FlowTimers", "Deferred", "FlowNet", "EchoServer",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .testTarget(
+            name: "FlowNIOTests",
+            dependencies: [
+                "FlowNIO", "Flow",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "FlowServiceLifecycleTests",
+            dependencies: [
+                "FlowServiceLifecycle", "Flow", "FlowNet",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "FlowLoggingTests",
+            dependencies: ["FlowLogging", "Flow", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob", "Tour"]),
 

@@ -101,12 +101,15 @@ public final class Scheduler: Sendable {
     public static let none = Scheduler(immediate: ())
 
     /// The scheduler whose work is running on this thread: inside a callback, the scheduler that runs
-    /// it; elsewhere ``main`` on the main thread or main queue, ``background`` on any other thread.
+    /// it; elsewhere ``main`` on the main thread or main queue, the scheduler of another library's
+    /// loop on that loop's thread (see ``registerForeignThreadScheduler(_:)``), ``background`` on any
+    /// other thread.
     @inlinable
     public static var current: Scheduler {
         let context = ThreadContext.current
         if let scheduler = context.currentScheduler { return scheduler }
-        return MainThread.isMainContext(context) ? .main : .background
+        if MainThread.isMainContext(context) { return .main }
+        return foreignThreadScheduler(in: context) ?? .background
     }
 
     /// The scheduler whose work is running on this thread, or `nil` off any scheduler. Unlike
@@ -116,7 +119,8 @@ public final class Scheduler: Sendable {
     public static var executing: Scheduler? {
         let context = ThreadContext.current
         if let scheduler = context.currentScheduler { return scheduler }
-        return MainThread.isMainContext(context) ? .main : nil
+        if MainThread.isMainContext(context) { return .main }
+        return foreignThreadScheduler(in: context)
     }
 
     // MARK: Running work
@@ -280,7 +284,9 @@ public final class Scheduler: Sendable {
         case .queue:
             return DispatchQueue.getSpecific(key: Scheduler.queueIdentityKey)?.identity == identity
         case .custom:
-            return false
+            // A backend running on another library's loop (SwiftNIO's) owns that loop's thread.
+            guard context.currentScheduler == nil, !MainThread.isMainContext(context) else { return false }
+            return Scheduler.foreignThreadScheduler(in: context)?.identity == identity
         }
     }
 

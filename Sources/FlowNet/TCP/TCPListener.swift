@@ -123,23 +123,34 @@ public final class TCPListener: @unchecked Sendable {
 
     private func accept(status: Int32) {
         guard status == 0, isOpen, let onAccept else {
-            failedAcceptCount += 1
+            noteFailedAccept(status == 0 ? "the listener is closing" : EventLoop.describe(status))
             return
         }
         let connection: TCPConnection
         do {
             connection = try TCPConnection(loop: loop, readBuffer: readBuffer)
         } catch {
-            failedAcceptCount += 1
+            noteFailedAccept("\(error)")
             return
         }
-        guard uv_accept(handle.asStream, connection.handle.asStream) == 0 else {
-            failedAcceptCount += 1
+        let acceptStatus = uv_accept(handle.asStream, connection.handle.asStream)
+        guard acceptStatus == 0 else {
+            noteFailedAccept(EventLoop.describe(acceptStatus))
             connection.beginClosing()
             return
         }
         connection.setNoDelay(true)
         onAccept(connection)
+    }
+
+    /// Counts a failed accept and reports it through ``FlowDiagnostics`` at the 1st, 2nd, 4th, 8th, ...
+    /// failure: a process out of file descriptors fails every accept, and its log must not drown.
+    private func noteFailedAccept(_ reason: @autoclosure () -> String) {
+        failedAcceptCount += 1
+        guard failedAcceptCount & (failedAcceptCount - 1) == 0 else { return }
+        FlowDiagnostics.report(
+            .warning, "accepting a connection failed: \(reason())",
+            metadata: ["loop": loop.name, "address": "\(localAddress)", "failedAcceptCount": "\(failedAcceptCount)"])
     }
 
     /// Stops listening. Connections already accepted stay open. The future completes once libuv has
