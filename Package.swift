@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Command lines of the examples.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // libuv, as the system provides it (Debian: libuv1-dev).
@@ -65,6 +67,16 @@ let package = Package(
         .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
         .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
         .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet"], path: "Examples/HTTPHello"),
+        .executableTarget(
+            name: "ServiceGroupServer",
+            dependencies: [
+                "Flow", "FlowNet", "FlowTimers", "FlowServiceLifecycle", "FlowLogging",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/ServiceGroupServer"
+        ),
         .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
 
         // A child process for the tests that need a real main thread.
@@ -92,7 +104,7 @@ let package = Package(
         .testTarget(
             name: "FlowServiceLifecycleTests",
             dependencies: [
-                "FlowServiceLifecycle", "Flow", "FlowNet",
+                "FlowServiceLifecycle", "Flow", "FlowNet", "ServiceGroupServer",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

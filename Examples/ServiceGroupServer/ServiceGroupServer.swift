@@ -1,0 +1,135 @@
+// ServiceGroupServer: a Flow TCP server and a periodic job under a swift-service-lifecycle
+// `ServiceGroup`. SIGTERM (or Ctrl-C) shuts them down gracefully: the job stops, the server stops
+// accepting, open connections get `--shutdown-deadline` seconds to finish, then the loops close.
+//
+//     swift run ServiceGroupServer --port 7100
+//     nc 127.0.0.1 7100          # every line you send is answered with "hello"
+//     kill -TERM <pid>           # or Ctrl-C
+
+import ArgumentParser
+import Flow
+import FlowLogging
+import FlowNet
+import FlowServiceLifecycle
+import FlowTimers
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct ServiceGroupServer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A Flow TCP server and a periodic job under a ServiceGroup, stopped gracefully by SIGTERM.")
+
+    @Option(help: "The numeric address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on; 0 picks a free one.")
+    var port = 7100
+
+    @Option(help: "How many event loops serve connections.")
+    var loops = 1
+
+    @Option(help: "Seconds between two runs of the periodic job.")
+    var interval = 1.0
+
+    @Option(help: "Seconds open connections get to finish once shutdown begins.")
+    var shutdownDeadline = 5.0
+
+    @Option(help: "The least serious log level shown: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, not \(port).") }
+        guard loops > 0 else { throw ValidationError("--loops must be at least 1, not \(loops).") }
+        guard interval > 0, interval.isFinite else { throw ValidationError("--interval must be a positive number of seconds.") }
+        guard shutdownDeadline >= 0, shutdownDeadline.isFinite else {
+            throw ValidationError("--shutdown-deadline must be zero or a positive number of seconds.")
+        }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var logger = Logger(label: "ServiceGroupServer")
+        logger.logLevel = logLevel
+        FlowDiagnostics.log(to: logger)
+
+        let server = FlowServerService(
+            loopCount: loops, name: "server", shutdownDeadline: .milliseconds(Int(shutdownDeadline * 1000))
+        ) { [host, port] loops in
+            try GreetingServer(host: host, port: port, loops: loops).start()
+        }
+        let job = PeriodicJob(loop: server.loops[0], interval: interval, logger: logger)
+        // Shut down in reverse order: the job first, then the server, which closes the loops.
+        let group = ServiceGroup(
+            services: [server, job], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+        print("ServiceGroupServer stopped")
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// The answer to every chunk a client sends, made once and shared by every write.
+let helloLine = SharedBytes("hello\n")
+
+/// Answers every chunk a client sends with `hello`, and closes when the client does.
+struct GreetingServer {
+    let host: String
+    let port: Int
+    let loops: [Flow.EventLoop]
+
+    func start() throws -> FlowServerService.Running {
+        let work = InFlightWork()
+        // Each loop's open connections, touched only on that loop, for closing them at the deadline.
+        let openConnections = loops.map { loop in
+            loop.scheduler.sync { LoopBoundBox<[ObjectIdentifier: TCPConnection]>([:], loop: loop) }
+        }
+        let listeners = try TCPListenerGroup.listen(host: host, port: port, loops: loops) { connection in
+            let open = openConnections.first { $0.loop === connection.loop }!
+            let token = work.begin()
+            open.value[ObjectIdentifier(connection)] = connection
+            connection.onRead { event in
+                switch event {
+                case .bytes:
+                    connection.send(helloLine)
+                case .endOfStream, .failed:
+                    connection.close().always {
+                        open.value[ObjectIdentifier(connection)] = nil
+                        token.dispose()
+                    }
+                }
+            }
+        }
+        print("ServiceGroupServer listening on \(listeners.localAddress)")
+        fflush(nil)   // stdout is a pipe under tests: make the line visible now
+        return FlowServerService.Running(
+            stopAccepting: { listeners.close() },
+            finishWork: { work.whenIdle() },
+            forceClose: {
+                for open in openConnections {
+                    open.loop.execute { for connection in open.value.values { connection.close() } }
+                }
+            })
+    }
+}
+
+/// A job that runs every `interval` seconds on a Flow loop until graceful shutdown.
+struct PeriodicJob: Service {
+    let loop: Flow.EventLoop
+    let interval: Double
+    let logger: Logger
+
+    func run() async throws {
+        let timer = loop.scheduler.repeatingTimer(every: interval) { [logger] tick in
+            logger.debug("periodic job", metadata: ["tick": "\(tick.number)"])
+            print("tick \(tick.number)")
+            fflush(nil)
+        }
+        try? await gracefulShutdown()
+        timer.dispose()
+    }
+}
