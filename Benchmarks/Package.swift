@@ -24,13 +24,14 @@ let package = Package(
             name: "BenchmarkSupport",
             dependencies: ["CMallocCounter", .product(name: "Flow", package: flowPackage)]
         ),
-        // P1-P8: Flow against SwiftNIO, raw libuv and Dispatch.
+        // P1-P8, P11, P12: Flow against SwiftNIO, raw libuv and Dispatch; Flow's bridges.
         .executableTarget(
             name: "FlowBenchmarks",
             dependencies: [
                 "BenchmarkSupport",
                 "CLibUVReference",
                 .product(name: "Flow", package: flowPackage),
+                .product(name: "FlowNIO", package: flowPackage),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

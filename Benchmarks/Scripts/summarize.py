@@ -43,11 +43,15 @@ DESCRIPTIONS = {
     "P9-queue": "`upon` a filled Deferred to a serial queue, 1M",
     "P9-queue-pending": "a new Deferred, `upon` to a serial queue, then the fill, 1M",
     "P9-loop": "`upon` a filled Deferred to the loop, on the loop, 1M",
+    "P12-flow-to-nio-completed": "FlowNIO: a completed Flow future to an EventLoopFuture, on the NIO loop",
+    "P12-flow-to-nio-pending": "FlowNIO: a pending Flow future to an EventLoopFuture, then completed",
+    "P12-nio-to-flow-completed": "FlowNIO: a completed EventLoopFuture to a Flow future, on the NIO loop",
+    "P12-nio-to-flow-pending": "FlowNIO: a pending EventLoopFuture to a Flow future, then completed",
 }
 
 NAMES = {
     "libuv": "libuv C", "nio": "NIO", "dispatch": "Dispatch", "flow": "Flow loop.execute",
-    "dispatch-capturing": "Dispatch capturing",
+    "dispatch-capturing": "Dispatch capturing", "async": "async/await hop",
 }
 
 # The allocation count reported next to each timed metric.
