@@ -16,6 +16,7 @@ extension Flow.Future {
     /// return userStore.user(id).map(\.name).eventLoopFuture(on: request.eventLoop)
     /// ```
     public func eventLoopFuture(on eventLoop: any NIOCore.EventLoop) -> EventLoopFuture<Value> {
+        FlowNIOBridge.install()
         if let result {
             return eventLoop.makeCompletedFuture(result)
         }

@@ -115,10 +115,19 @@ private final class WorkHandoff: @unchecked Sendable {
 
 /// Connects SwiftNIO's threads to Flow once: on the thread of a `MultiThreadedEventLoopGroup` loop,
 /// ``Flow/Scheduler/current`` is that loop's scheduler.
+///
+/// Call ``install()`` once at startup in a program that runs Flow code on NIO's threads:
+///
+/// ```swift
+/// FlowNIOBridge.install()
+/// let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+/// ```
 public enum FlowNIOBridge {
     /// Makes every SwiftNIO loop thread answer ``Flow/Scheduler/current`` with its loop's scheduler.
-    /// Every FlowNIO conversion calls it; call it yourself before the first one only if Flow code on a
-    /// NIO thread must find its loop before any conversion ran. Calling it again does nothing.
+    ///
+    /// Every FlowNIO conversion and ``Flow/Scheduler/init(eventLoop:)`` call it too, but a Flow future
+    /// created on a NIO thread before any of them ran would not know its loop and would run its
+    /// callbacks on ``Flow/Scheduler/background``: call it at startup. Calling it again does nothing.
     public static func install() {
         _ = registration
     }

@@ -15,14 +15,14 @@ struct Record: Sendable {
 
 /// A swift-log handler that keeps what it receives, and lets a test wait for a record it expects.
 final class RecordingLogHandler: LogHandler, @unchecked Sendable {
-    // @unchecked Sendable: `records` and `waiters` are guarded by `storage`'s mutex; `metadata` and
+    // @unchecked Sendable: `records` and `waiters` are guarded by `storage`'s lock; `metadata` and
     // `logLevel` are set before the logger is shared, as swift-log's own handlers assume.
     private struct Storage {
         var records: [Record] = []
         var waiters: [(condition: @Sendable (Record) -> Bool, semaphore: DispatchSemaphore)] = []
     }
 
-    private let storage = Mutex(Storage())
+    private let storage = Locked(Storage())
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .info
 
@@ -81,7 +81,7 @@ struct DiagnosticsTests {
 
     @Test func reportsBelowTheLoggersLevelAreNotEvenBuilt() {
         withRecordingLogger(level: .warning) { handler in
-            let built = Mutex(false)
+            let built = Locked(false)
             FlowDiagnostics.report(.info, { built.withLock { $0 = true }; return "detail" }())
             #expect(!built.withLock { $0 })
             #expect(FlowDiagnostics.minimumLevel == .warning)

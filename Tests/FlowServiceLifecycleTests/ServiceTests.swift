@@ -13,7 +13,7 @@ final class Latch: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -37,10 +37,10 @@ final class Latch: Sendable {
     }
 }
 
-/// A value shared between a test and its server, guarded by a mutex.
+/// A value shared between a test and its server, guarded by Flow's `Locked`, which ThreadSanitizer sees.
 final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Locked<Value>
+    init(_ value: Value) { storage = Locked(value) }
     var value: Value { storage.withLock { $0 } }
     func set(_ newValue: Value) { storage.withLock { $0 = newValue } }
 }

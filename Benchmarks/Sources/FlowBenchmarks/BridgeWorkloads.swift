@@ -31,6 +31,8 @@ enum BridgeWorkloads {
     static func measure(
         _ operations: Int, _ clock: Stopwatch, _ body: @escaping @Sendable (any NIOCore.EventLoop) -> Void
     ) {
+        // As a program using FlowNIO does at startup: Flow code on NIO's threads then finds their loop.
+        FlowNIOBridge.install()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         Shared.taskCounter = 0
@@ -56,18 +58,19 @@ enum BridgeWorkloads {
 
     // MARK: Flow to NIO
 
-    static let flowToNIOCompleted = workload { operations, loop in
-        for index in 0..<operations {
-            Flow.Future(index).eventLoopFuture(on: loop).whenSuccess(converted)
-        }
-    }
-
-    static let flowToNIOCompletedAsync = workload { operations, loop in
-        for index in 0..<operations {
-            let future = Flow.Future(index)
-            let promise = loop.makePromise(of: Int.self)
-            promise.completeWithTask { try await future.get() }
-            promise.futureResult.whenSuccess(converted)
+    /// Completed Flow futures, converted one after another.
+    static func flowToNIOCompleted(async: Bool) -> Workload {
+        workload { operations, loop in
+            for index in 0..<operations {
+                let future = Flow.Future(index)
+                if async {
+                    let promise = loop.makePromise(of: Int.self)
+                    promise.completeWithTask { try await future.get() }
+                    promise.futureResult.whenSuccess(converted)
+                } else {
+                    future.eventLoopFuture(on: loop).whenSuccess(converted)
+                }
+            }
         }
     }
 
@@ -94,16 +97,17 @@ enum BridgeWorkloads {
 
     // MARK: NIO to Flow
 
-    static let nioToFlowCompleted = workload { operations, loop in
-        for index in 0..<operations {
-            loop.makeSucceededFuture(index).flowFuture().onValue(converted)
-        }
-    }
-
-    static let nioToFlowCompletedAsync = workload { operations, loop in
-        for index in 0..<operations {
-            let future = loop.makeSucceededFuture(index)
-            Flow.Future { try await future.get() }.onValue(converted)
+    /// Completed NIO futures, converted one after another.
+    static func nioToFlowCompleted(async: Bool) -> Workload {
+        workload { operations, loop in
+            for index in 0..<operations {
+                let future = loop.makeSucceededFuture(index)
+                if async {
+                    Flow.Future { try await future.get() }.onValue(converted)
+                } else {
+                    future.flowFuture().onValue(converted)
+                }
+            }
         }
     }
 
