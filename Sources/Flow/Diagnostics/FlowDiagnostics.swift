@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// Where this library's diagnostics go: reports of accept failures, of a loop that stopped running its
-/// queue for too long, of futures that were leaked or never completed (debug builds).
+/// queue for too long (``EventLoop/reportStalls(longerThan:)``), and the library's other reports of
+/// problems found at run time, such as those of debug builds about futures.
 ///
 /// By default a report at ``Level/warning`` or above is written to standard error, one line each.
 /// Set ``handler`` to send reports elsewhere (FlowLogging sends them to a swift-log `Logger`), and
