@@ -7,7 +7,7 @@ extension Scheduler {
     /// On a loop scheduler this is one of the loop's deadlines (a heap entry driven by the loop's libuv
     /// timer); on a Dispatch scheduler, a Dispatch timer; on a virtual clock, virtual time. Callable from
     /// any thread. Disposed on the scheduler's own thread before it fired, the timer never fires.
-    /// Releasing the disposable does not cancel the timer: dispose it, or add it to a ``DisposeBag``.
+    /// Releasing the disposable does not cancel the timer: dispose it, or add it to a `DisposeBag`.
     ///
     /// ```swift
     /// let reminder = scheduler.timer(after: 30) { print("still there?") }
@@ -27,7 +27,7 @@ extension Scheduler {
         async(after: delay, execute: work)
     }
 
-    /// Runs `work` on this scheduler when its clock (``Scheduler/uptimeNanoseconds``) reaches
+    /// Runs `work` on this scheduler when its clock (`Scheduler.uptimeNanoseconds`) reaches
     /// `deadline`, unless the returned disposable is disposed first. A deadline already passed runs as
     /// soon as possible.
     ///

@@ -35,7 +35,7 @@ public enum MissedTickPolicy: Sendable, Hashable {
 public struct TimerTick: Sendable, Hashable {
     /// How many times the timer has fired, this tick included: 1 for the first tick.
     public let number: Int
-    /// When this tick was due, on the scheduler's clock (``Flow/Scheduler/uptimeNanoseconds``).
+    /// When this tick was due, on the scheduler's clock (`Scheduler.uptimeNanoseconds` in Flow).
     public let dueUptimeNanoseconds: UInt64
     /// How many ticks just before this one were dropped by ``MissedTickPolicy/skip``.
     public let skippedCount: Int
