@@ -3,7 +3,7 @@ import Logging
 
 extension FlowDiagnostics {
     /// Sends this library's diagnostics to `logger`, at the logger's level: from then on
-    /// ``Flow/FlowDiagnostics/minimumLevel`` follows `logger.logLevel`, and each report becomes one log
+    /// `FlowDiagnostics.minimumLevel` follows `logger.logLevel`, and each report becomes one log
     /// record with source `Flow` and the report's metadata (`loop`, `creationSite`, `address`, ...).
     ///
     /// Call it once at startup, after `LoggingSystem.bootstrap`. Call it again to change the logger or
@@ -27,8 +27,8 @@ extension FlowDiagnostics {
 }
 
 extension FlowDiagnostics.Level {
-    /// The diagnostic level matching a swift-log level: `trace` and `debug` are ``debug``, `info` and
-    /// `notice` are ``info``, `warning` is ``warning``, `error` and `critical` are ``error``.
+    /// The diagnostic level matching a swift-log level: `trace` and `debug` are `.debug`, `info` and
+    /// `notice` are `.info`, `warning` is `.warning`, `error` and `critical` are `.error`.
     public init(_ level: Logger.Level) {
         switch level {
         case .trace, .debug: self = .debug

@@ -2,7 +2,7 @@ import Dispatch
 import Flow
 import NIOCore
 
-/// A Flow ``Flow/EventLoop`` seen through SwiftNIO's `EventLoop` protocol, for NIO code that only needs
+/// A Flow `EventLoop` seen through SwiftNIO's `EventLoop` protocol, for NIO code that only needs
 /// a place to schedule work: promises, futures, `execute`, `scheduleTask`.
 ///
 /// Work runs on the Flow loop's thread, in the order submitted; `inEventLoop` is true there. It is not
@@ -74,7 +74,7 @@ public final class FlowNIOEventLoop: NIOCore.EventLoop, CustomStringConvertible 
     public func makeIterator() -> EventLoopIterator { EventLoopIterator([self]) }
 
     /// Reports `EventLoopError.unsupportedOperation` on `queue`: stop the Flow loop through Flow
-    /// (``Flow/EventLoop/shutdown()``), which owns it.
+    /// (`EventLoop.shutdown()`), which owns it.
     public func shutdownGracefully(queue: DispatchQueue, _ callback: @escaping @Sendable (Error?) -> Void) {
         queue.async { callback(NIOCore.EventLoopError.unsupportedOperation) }
     }

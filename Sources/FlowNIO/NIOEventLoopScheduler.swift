@@ -7,7 +7,7 @@ extension Scheduler {
     /// A Flow scheduler that runs work on a SwiftNIO event loop.
     ///
     /// Schedulers made for the same loop are equal. On the loop's own thread the scheduler is immediate,
-    /// and it is that thread's ``Flow/Scheduler/current``: a Flow callback registered from a channel
+    /// and it is that thread's `Scheduler.current`: a Flow callback registered from a channel
     /// handler runs on the handler's loop, at once when its future has already completed.
     ///
     /// ```swift
@@ -20,15 +20,15 @@ extension Scheduler {
 }
 
 extension NIOCore.EventLoop {
-    /// This loop as a Flow ``Flow/Scheduler``: see ``Flow/Scheduler/init(eventLoop:)``.
+    /// This loop as a Flow `Scheduler`: see `Scheduler(eventLoop:)`.
     public var flowScheduler: Scheduler { Scheduler(eventLoop: self) }
 }
 
-/// A SwiftNIO event loop as the backend of a Flow ``Flow/Scheduler``: work runs through the loop's
+/// A SwiftNIO event loop as the backend of a Flow `Scheduler`: work runs through the loop's
 /// `execute`, delays through its `scheduleTask`, time on its clock (virtual for `EmbeddedEventLoop`).
 ///
 /// There is one backend per loop, so that schedulers for the same loop are equal; make the scheduler
-/// with ``Flow/Scheduler/init(eventLoop:)``.
+/// with `Scheduler(eventLoop:)`.
 public final class NIOEventLoopScheduler: SchedulerBackend {
     /// The SwiftNIO loop that runs this backend's work.
     public let eventLoop: any NIOCore.EventLoop
@@ -114,7 +114,7 @@ private final class WorkHandoff: @unchecked Sendable {
 }
 
 /// Connects SwiftNIO's threads to Flow once: on the thread of a `MultiThreadedEventLoopGroup` loop,
-/// ``Flow/Scheduler/current`` is that loop's scheduler.
+/// `Scheduler.current` is that loop's scheduler.
 ///
 /// Call ``install()`` once at startup in a program that runs Flow code on NIO's threads:
 ///
@@ -123,11 +123,11 @@ private final class WorkHandoff: @unchecked Sendable {
 /// let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
 /// ```
 public enum FlowNIOBridge {
-    /// Makes every SwiftNIO loop thread answer ``Flow/Scheduler/current`` with its loop's scheduler.
+    /// Makes every SwiftNIO loop thread answer `Scheduler.current` with its loop's scheduler.
     ///
-    /// Every FlowNIO conversion and ``Flow/Scheduler/init(eventLoop:)`` call it too, but a Flow future
+    /// Every FlowNIO conversion and `Scheduler(eventLoop:)` call it too, but a Flow future
     /// created on a NIO thread before any of them ran would not know its loop and would run its
-    /// callbacks on ``Flow/Scheduler/background``: call it at startup. Calling it again does nothing.
+    /// callbacks on `Scheduler.background`: call it at startup. Calling it again does nothing.
     public static func install() {
         _ = registration
     }

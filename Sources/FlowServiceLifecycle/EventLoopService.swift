@@ -20,7 +20,7 @@ public struct EventLoopService: Service {
     public let loops: [Flow.EventLoop]
 
     /// A service owning `loops`, which must have been started with
-    /// ``Flow/EventLoop/startOnNewThread(name:)``.
+    /// `EventLoop.startOnNewThread(name:)`.
     public init(loops: [Flow.EventLoop]) {
         self.loops = loops
     }

@@ -56,7 +56,7 @@ public struct FlowServerService: Service {
     private let start: @Sendable ([Flow.EventLoop]) throws -> Running
 
     /// A service running a server on `loops`, which it owns (started with
-    /// ``Flow/EventLoop/startOnNewThread(name:)``).
+    /// `EventLoop.startOnNewThread(name:)`).
     ///
     /// - Parameters:
     ///   - loops: the loops to serve on.
