@@ -116,6 +116,8 @@ public enum FlowDiagnostics {
     ///   - level: how serious it is.
     ///   - message: a sentence saying what happened.
     ///   - metadata: what it happened to, by name (`loop`, `creationSite`, ...).
+    ///   - file: the library source file making the report; the caller's by default.
+    ///   - line: the line in `file`.
     @inlinable
     public static func report(
         _ level: Level,
