@@ -41,6 +41,7 @@ extension Flow.Future {
     /// }
     /// response.cancel()   // the promise fails with FutureError.aborted
     /// ```
+    @preconcurrency
     public convenience init(
         eventLoop: any NIOCore.EventLoop,
         file: StaticString = #fileID, line: UInt = #line,

@@ -27,12 +27,14 @@ public final class FlowNIOEventLoop: NIOCore.EventLoop, CustomStringConvertible 
     public var inEventLoop: Bool { flowLoop.isInLoopContext }
 
     /// Runs `task` on the Flow loop.
+    @preconcurrency
     public func execute(_ task: @escaping @Sendable () -> Void) {
         flowLoop.execute(task)
     }
 
     /// Runs `task` on the Flow loop at `deadline` (on NIO's clock), unless the returned `Scheduled` is
     /// cancelled first.
+    @preconcurrency
     public func scheduleTask<T>(deadline: NIODeadline, _ task: @escaping @Sendable () throws -> T) -> Scheduled<T> {
         let now = NIODeadline.now()
         let delay = deadline > now ? deadline - now : .zero
@@ -41,6 +43,7 @@ public final class FlowNIOEventLoop: NIOCore.EventLoop, CustomStringConvertible 
 
     /// Runs `task` on the Flow loop once `delay` has passed, on the loop's own timer, unless the returned
     /// `Scheduled` is cancelled first.
+    @preconcurrency
     public func scheduleTask<T>(in delay: TimeAmount, _ task: @escaping @Sendable () throws -> T) -> Scheduled<T> {
         let promise = makePromise(of: T.self)
         let timer = flowLoop.execute(after: Double(max(0, delay.nanoseconds)) / 1e9) {
@@ -75,6 +78,7 @@ public final class FlowNIOEventLoop: NIOCore.EventLoop, CustomStringConvertible 
 
     /// Reports `EventLoopError.unsupportedOperation` on `queue`: stop the Flow loop through Flow
     /// (`EventLoop.shutdown()`), which owns it.
+    @preconcurrency
     public func shutdownGracefully(queue: DispatchQueue, _ callback: @escaping @Sendable (Error?) -> Void) {
         queue.async { callback(NIOCore.EventLoopError.unsupportedOperation) }
     }

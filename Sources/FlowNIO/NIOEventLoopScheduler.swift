@@ -38,6 +38,7 @@ public final class NIOEventLoopScheduler: SchedulerBackend {
     }
 
     /// Runs `work` later, on the loop.
+    @preconcurrency
     public func enqueue(_ work: @escaping @Sendable () -> Void) {
         eventLoop.execute(work)
     }
@@ -61,6 +62,7 @@ public final class NIOEventLoopScheduler: SchedulerBackend {
     }
 
     /// Runs `work` on the loop once `delay` seconds have passed on its clock, unless disposed first.
+    @preconcurrency
     public func enqueue(after delay: Double, _ work: @escaping @Sendable () -> Void) -> Disposable {
         let nanoseconds = Int64(min(delay * 1e9, 9e18))
         let scheduled = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { work() }

@@ -38,6 +38,7 @@ public struct FlowServerService: Service {
         ///   - stopAccepting: stops accepting new work; the future completes once it has.
         ///   - finishWork: a future that completes once the work in progress has finished.
         ///   - forceClose: ends the work still in progress after the deadline.
+        @preconcurrency
         public init(
             stopAccepting: @escaping @Sendable () -> Flow.Future<Void>,
             finishWork: @escaping @Sendable () -> Flow.Future<Void> = { Flow.Future() },
@@ -63,6 +64,7 @@ public struct FlowServerService: Service {
     ///   - shutdownDeadline: how long work in progress may take to finish once shutdown began.
     ///   - start: starts the server on the loops (called from the service's task, off the loops) and
     ///     says how to stop it.
+    @preconcurrency
     public init(
         loops: [Flow.EventLoop], shutdownDeadline: Duration = .seconds(10),
         start: @escaping @Sendable ([Flow.EventLoop]) throws -> Running
@@ -74,6 +76,7 @@ public struct FlowServerService: Service {
     }
 
     /// A service running a server on `loopCount` new loops named `name-0`, `name-1`, ...
+    @preconcurrency
     public init(
         loopCount: Int, name: String = "flow.server", shutdownDeadline: Duration = .seconds(10),
         start: @escaping @Sendable ([Flow.EventLoop]) throws -> Running

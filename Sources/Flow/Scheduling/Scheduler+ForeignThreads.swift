@@ -18,6 +18,7 @@ extension Scheduler {
     ///
     /// - Parameter resolve: returns the scheduler whose work runs on the calling thread, or `nil` when
     ///   the thread is not one of its own. Called from any thread; it must be cheap and must not block.
+    @preconcurrency
     public static func registerForeignThreadScheduler(_ resolve: @escaping @Sendable () -> Scheduler?) {
         foreignThreadResolvers.withLock { $0.append(resolve) }
         hasForeignThreadResolvers.store(true, ordering: .releasing)
