@@ -85,7 +85,7 @@ struct TestServer {
     }
 }
 
-@Suite("FlowServiceLifecycle: Flow loops and servers under a ServiceGroup")
+@Suite("FlowServiceLifecycle: Flow loops and servers under a ServiceGroup", .checksLiveFutures)
 struct ServiceTests {
     /// The group's own lines (starting, shutting down) are not what these tests check.
     let logger: Logger = {
@@ -188,4 +188,27 @@ struct ServiceTests {
         }
         loop.shutdown()
     }
+}
+
+/// Checks that every future a test created has been freed when the test ends.
+struct ChecksLiveFutures: TestTrait, SuiteTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        guard testCase != nil else {
+            try await function()
+            return
+        }
+        let count = LiveFutureCount()
+        try await count.track { try await function() }
+        let noneAlive = await count.waitUntilNoneAlive(timeout: .seconds(10))
+        #expect(noneAlive, "futures created by the test are still alive when it ends (\(count.value))")
+    }
+}
+
+extension Trait where Self == ChecksLiveFutures {
+    /// Fails a test that leaves futures alive when it ends.
+    static var checksLiveFutures: ChecksLiveFutures { ChecksLiveFutures() }
 }
