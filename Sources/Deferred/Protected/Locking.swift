@@ -35,7 +35,7 @@ extension Locking {
 ///
 /// The fastest choice when reads are short or not much more frequent than writes.
 public final class NativeLock: Locking {
-    private let mutex = Mutex<Void>(())
+    private let mutex = Synchronization.Mutex<Void>(())
 
     /// Creates an unlocked lock.
     public init() {}

@@ -361,16 +361,24 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         Future.cancelUpstream(of: self)
     }
 
-    /// Detaches `cancelled` from what it waits on, cancelling each upstream future left unobserved, and
-    /// so on up. Iterative: a cancelled million-step chain must not recurse.
+    /// Detaches `cancelled` (just cancelled) from what it waits on, cancelling each upstream future
+    /// left unobserved, and so on up; then runs their cancellation callbacks, upstream ones first and
+    /// `cancelled`'s last, the order in which Flow disposes a chain. Iterative: a cancelled
+    /// million-step chain must not recurse.
     static func cancelUpstream(of cancelled: any CancellableUpstream) {
         // Listeners are named by identity: holding them here would keep them alive.
         var pending = cancelled.upstreamLinks()
+        // Every future here is found after the one that listened to it, so the reverse order puts
+        // each future's callbacks before those of its continuations.
+        var cancelledUpstream: [any CancellableUpstream] = []
         while let (upstream, listener) = pending.popLast() {
             if upstream.removeListenerAndCancelIfUnobserved(listener) {
+                cancelledUpstream.append(upstream)
                 pending.append(contentsOf: upstream.upstreamLinks())
             }
         }
+        for upstream in cancelledUpstream.reversed() { upstream.didCancel() }
+        cancelled.didCancel()
     }
 
     /// Completes with ``FutureError/aborted`` if pending with no continuation.
@@ -386,11 +394,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
         guard isCancelled else { return false }
         disposable?.dispose()
-        didCancel()
         return true
     }
 
-    /// Called once after this future was cancelled by ``cancel()`` (directly or from downstream).
+    /// Called once after this future was cancelled by ``cancel()`` (directly or from downstream), by
+    /// ``cancelUpstream(of:)`` once the futures upstream of it were cancelled.
     func didCancel() {}
 
     /// The futures this one waits on and the listener it registered on each, for cancellation.
@@ -406,9 +414,17 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // MARK: Repetition
 
     /// A new future that runs this future's operation (and those of the futures it derives from)
-    /// again. A future with nothing to re-run (a completed value, ``Forever``) returns itself.
+    /// again. A future with nothing to re-run (a completed value) returns itself; a ``Forever`` future
+    /// gives a new one, which a cancellation of this one does not end.
     func makeFresh() -> Future<Value> {
-        guard let recipe = recipeStorage else { return self }
+        guard let recipe = recipeStorage else {
+            guard withLock({ lockedIsForever }) else { return self }
+            #if DEBUG
+            return Future(.forever, file: creationFile, line: creationLine)
+            #else
+            return Future(.forever)
+            #endif
+        }
         // A repetition is the same operation: in debug builds it names the original's creation site.
         #if DEBUG
         let fresh = Future(initialResult: nil, file: creationFile, line: creationLine, countedLike: liveCount)
@@ -481,6 +497,8 @@ protocol CancellableUpstream: AnyObject {
     /// - Returns: whether this future was cancelled.
     func removeListenerAndCancelIfUnobserved(_ listener: ObjectIdentifier) -> Bool
     func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)]
+    /// Runs what must happen once this future was cancelled (its `onCancel` callbacks).
+    func didCancel()
 }
 
 /// The disposable of ``Future/disposable``.

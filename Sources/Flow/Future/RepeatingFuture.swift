@@ -155,21 +155,24 @@ extension Future {
     /// ```
     ///
     /// - Parameters:
-    ///   - delayBetweenRepetitions: seconds to wait before each re-run, on the current scheduler's timer.
+    ///   - scheduler: where `predicate` runs, and whose timer measures the delays; by default the
+    ///     scheduler current here.
+    ///   - delayBetweenRepetitions: seconds to wait before each re-run, on `scheduler`'s timer.
     ///   - maxRepetitions: re-runs allowed after the first execution (nil: no limit; below 0: a
     ///     precondition failure).
     ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
     ///     builds); the caller's by default.
     ///   - line: the line of `file`.
-    ///   - predicate: whether to repeat after an error; runs on the current scheduler.
+    ///   - predicate: whether to repeat after an error (by default: always); runs on `scheduler`.
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
+        on scheduler: Scheduler = .current,
         delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
         file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: delayBetweenRepetitions, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
             delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
@@ -181,14 +184,15 @@ extension Future {
     /// ```swift
     /// fetch().onErrorRepeat(maxRepetitions: 5, delayBeforeRepetition: { n in min(30, pow(2, Double(n))) })
     /// ```
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
+        on scheduler: Scheduler = .current,
         maxRepetitions: Int? = nil, delayBeforeRepetition: @escaping @Sendable (Int) -> Double,
         file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: nil, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
             delayForRepetition: delayBeforeRepetition), scheduler: scheduler, file: file, line: line)
@@ -200,13 +204,14 @@ extension Future {
     /// ```swift
     /// data(at: url).onErrorRepeat { error in showRetryAlert(for: error) }
     /// ```
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
+        on scheduler: Scheduler = .current,
         maxRepetitions: Int? = nil, file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Future<Bool>
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: nil, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in
                 guard let error = result.error else { return Future<Bool>(false) }
@@ -221,14 +226,15 @@ extension Future {
     /// ```swift
     /// pollStatus().onResultRepeat(delayBetweenRepetitions: 1) { $0.value?.isFinished == false }
     /// ```
+    @preconcurrency
     @discardableResult
     public final func onResultRepeat(
+        on scheduler: Scheduler = .current,
         delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
         file: StaticString = #fileID, line: UInt = #line,
-        when predicate: @escaping @Sendable (Result<Value>) -> Bool
+        when predicate: @escaping @Sendable (Result<Value>) -> Bool = { _ in true }
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: delayBetweenRepetitions, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { predicate(result) } },
             delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
@@ -236,13 +242,14 @@ extension Future {
 
     /// A future that runs this future's operation again after any result for which the future
     /// `predicate` returns succeeds with `true`.
+    @preconcurrency
     @discardableResult
     public final func onResultRepeat(
+        on scheduler: Scheduler = .current,
         maxRepetitions: Int? = nil, file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Result<Value>) -> Future<Bool>
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: nil, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { predicate(result) } },
             delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
@@ -265,7 +272,11 @@ extension Future {
         .onResultRepeat(delayBetweenRepetitions: delayBetweenRepetitions, maxRepetitions: repeatCount) { result in
             result.value != nil
         }
-        .map(on: .none) { _ in collected.take() }
+        // Taken whatever the result, so that a repetition of the returned future starts empty.
+        .mapResult(on: .none) { result in
+            let values = collected.take()
+            return try result.map { _ in values }.get()
+        }
     }
 }
 
