@@ -187,3 +187,5 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         ChainedFuture.make(upstream.makeFresh(), step, on: scheduler, file: "(repetition)", line: 0)
     }
 }
+
+extension ChainedFuture: CompletesOnlyThroughWhatItListensTo {}

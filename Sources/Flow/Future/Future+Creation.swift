@@ -309,6 +309,7 @@ final class CompletionToken<Value: Sendable>: Sendable {
         #if DEBUG
         AbandonmentReport.report(creationSite: site)
         #endif
+        future.becomeForever()
     }
 }
 

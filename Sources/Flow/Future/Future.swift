@@ -311,6 +311,30 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// Makes a pending future whose operation can no longer complete it (its completion callback was
+    /// released uncalled) a ``Forever`` future: it counts its continuations instead of holding them,
+    /// since it will never deliver a result, so that a chain nobody holds any more is freed rather
+    /// than kept alive in cycles. The continuations that can only complete through it (derived
+    /// futures, repetitions) become ``Forever`` futures in turn. All can still be cancelled.
+    final func becomeForever() {
+        var pending: [any ForeverConvertible] = [self]
+        var released: [AnyObject] = []
+        while let future = pending.popLast() {
+            for listener in future.becomeForeverTakingListeners() {
+                if let follower = listener as? any CompletesOnlyThroughWhatItListensTo {
+                    pending.append(follower)
+                }
+                released.append(listener)
+            }
+        }
+        guard !released.isEmpty else { return }
+        // Released without recursing down a long chain, as in `deinit`.
+        let context = ThreadContext.current
+        context.pendingReleases.append(contentsOf: released)
+        released = []
+        context.drainPendingReleases()
+    }
+
     /// Stores the disposable of the operation, or disposes it now if the future already completed.
     @inlinable
     final func setDisposable(_ disposable: Disposable) {
@@ -434,6 +458,32 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         fresh.recipeStorage = recipe
         OperationRunner.start(fresh, recipe, isRepetition: true)
         return fresh
+    }
+}
+
+/// A future that can be made a ``Forever`` future once what it waits on can never complete.
+protocol ForeverConvertible: AnyObject {
+    /// If pending and not yet ``Forever``, becomes one and returns its continuations' objects, which
+    /// it no longer holds; else returns nothing.
+    func becomeForeverTakingListeners() -> [AnyObject]
+}
+
+/// A future that completes only when a future it listens to completes: when that one can never
+/// complete, neither can this one.
+protocol CompletesOnlyThroughWhatItListensTo: ForeverConvertible {}
+
+extension Future: ForeverConvertible {
+    final func becomeForeverTakingListeners() -> [AnyObject] {
+        lock.lock()
+        guard !lockedIsCompleted, !lockedIsForever else {
+            lock.unlock()
+            return []
+        }
+        let (first, others) = lockedTakeListeners()
+        lockedForeverObserverCount = Int32((first == nil ? 0 : 1) + others.count)
+        lock.unlock()
+        guard let first else { return [] }
+        return [first.retainedObject()] + others.map { $0.retainedObject() }
     }
 }
 

@@ -134,6 +134,8 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 }
 
+extension RepeatingFuture: CompletesOnlyThroughWhatItListensTo {}
+
 /// Hands a predicate's decision to a repeating future.
 private final class DecisionListener: FutureListener, Sendable {
     let decide: @Sendable (Result<Bool>) -> Void
