@@ -103,6 +103,15 @@ public final class DisposeBag: Disposable {
         state.withLock { $0.disposables = collected }
     }
 
+    /// Creates a bag holding the disposables of an array (an array literal included).
+    ///
+    /// ```swift
+    /// let bag = DisposeBag([Disposer { print("one") }, Disposer { print("two") }])
+    /// ```
+    public init(_ disposables: [Disposable]) {
+        state.withLock { $0.disposables = disposables }
+    }
+
     /// Creates a bag holding `disposables`.
     public init(disposing disposables: [Disposable]) {
         state.withLock { $0.disposables = disposables }
