@@ -271,6 +271,40 @@ struct FlowDropInTests {
         undelayed.cancel()
     }
 
+    @Test("onValuePassItThrough, onErrorPassItThrough and onResultPassItThrough wait for their future and keep the result")
+    func passItThrough() {
+        let side = Operation<String>(on: .none)
+        let passed = Future(3).onValuePassItThrough(on: .none) { _ in side.future }
+        #expect(passed.result == nil)
+        side.succeed("logged")
+        #expect(passed.result?.value == 3)
+        let failed = Future<Int>(error: TestError(code: 2)).onErrorPassItThrough(on: .none) { _ in Future(()) }
+        #expect((failed.result?.error as? TestError)?.code == 2)
+        let sideFailure = Future(4).onResultPassItThrough(on: .none) { _ in Future<Void>(error: TestError(code: 9)) }
+        #expect((sideFailure.result?.error as? TestError)?.code == 9)
+    }
+
+    @Test("onErrorRepeat with a delay of zero still waits for the timer's next turn; nil re-runs at once")
+    func zeroRepetitionDelayWaitsATurn() {
+        let clock = VirtualTimeScheduler()
+        let runs = Shared(0)
+        let operation = { @Sendable () -> Future<Int> in
+            Future<Int>(on: .none) { completion in
+                runs.mutate { $0 += 1 }
+                completion(.failure(TestError()))
+                return NilDisposer()
+            }
+        }
+        let zero = clock.scheduler.sync { operation().onErrorRepeat(delayBetweenRepetitions: 0, maxRepetitions: 1) }
+        #expect(runs.value == 1)
+        clock.advance(by: 0.0)
+        #expect(runs.value == 2)
+        #expect(zero.result?.error is TestError)
+        let none = clock.scheduler.sync { operation().onErrorRepeat(maxRepetitions: 1) }
+        #expect(runs.value == 4)
+        #expect(none.result?.error is TestError)
+    }
+
     @Test("Disposable.dispose(after:) disposes once the time is up")
     func disposeAfter() {
         let clock = VirtualTimeScheduler()
@@ -324,4 +358,24 @@ struct FlowDropInTests {
 private final class UnsafeCounter: @unchecked Sendable {
     // @unchecked Sendable: `value` is guarded by the `Flow.Mutex` of the test that uses it.
     var value = 0
+}
+
+@Suite("Flow drop-in: FutureQueue batches", .checksLiveFutures)
+struct FlowDropInQueueTests {
+    @Test("enqueueBatch with an operation returning a plain value completes with it once the batch is empty")
+    func plainValueBatch() {
+        let clock = VirtualTimeScheduler()
+        let order = Shared([String]())
+        let batch = clock.scheduler.sync { () -> Future<Int> in
+            let queue = FutureQueue(executeOn: clock.scheduler)
+            return queue.enqueueBatch { batch -> Int in
+                batch.enqueue { Future(1).delay(by: 1).onValue(on: .none) { _ in order.mutate { $0.append("inner") } } }
+                order.mutate { $0.append("operation") }
+                return 7
+            }
+        }
+        clock.runUntilIdle()
+        #expect(batch.result?.value == 7)
+        #expect(order.value == ["operation", "inner"])
+    }
 }

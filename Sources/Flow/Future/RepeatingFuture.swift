@@ -1,6 +1,7 @@
 /// When a repeating future runs its operation again.
 struct RepeatPolicy<Value: Sendable>: Sendable {
-    /// Seconds to wait between the end of one execution and the start of the next; nil or 0: none.
+    /// Seconds to wait between the end of one execution and the start of the next; nil: none (re-run at
+    /// once); 0 still waits for the timer's next turn, as in Flow.
     let delay: Double?
     /// Re-runs allowed after the first execution; nil: no limit.
     let maxRepetitions: Int?
@@ -10,8 +11,9 @@ struct RepeatPolicy<Value: Sendable>: Sendable {
     /// Seconds to wait before re-run number `repetition` (1-based); overrides `delay` when set.
     let delayForRepetition: (@Sendable (Int) -> Double)?
 
-    func delay(beforeRepetition repetition: Int) -> Double {
-        delayForRepetition?(repetition) ?? delay ?? 0
+    /// The wait before re-run number `repetition`, or nil to re-run at once.
+    func delay(beforeRepetition repetition: Int) -> Double? {
+        delayForRepetition?(repetition) ?? delay
     }
 }
 
@@ -86,8 +88,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             repetitions += 1
             return repetitions
         }
-        let delay = policy.delay(beforeRepetition: repetition)
-        if delay > 0 {
+        if let delay = policy.delay(beforeRepetition: repetition) {
             let timer = scheduler.async(after: delay) { [self] in startAttempt() }
             let stillPending = withLock { () -> Bool in
                 guard !lockedIsCompleted else { return false }

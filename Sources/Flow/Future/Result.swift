@@ -115,7 +115,7 @@ extension Either: Hashable where Left: Hashable, Right: Hashable {}
 extension Either: Sendable where Left: Sendable, Right: Sendable {}
 
 /// Errors that futures themselves produce.
-public enum FutureError: Error, Equatable, CustomStringConvertible {
+public enum FutureError: String, Error, Equatable, CustomStringConvertible {
     /// The future was cancelled with ``Future/cancel()`` before it completed.
     case aborted
 

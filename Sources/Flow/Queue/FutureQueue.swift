@@ -192,6 +192,28 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Adds a batch like ``enqueueBatch(maxConcurrentCount:file:line:_:)-(_,_,_,(FutureQueue<Resource>)->Future<Output>)``
+    /// whose operation returns a value directly (or throws): the batch completes with it once its
+    /// queue is empty.
+    ///
+    /// ```swift
+    /// queue.enqueueBatch { batch -> Int in
+    ///     batch.enqueue { batch.resource.write(rows) }
+    ///     return rows.count
+    /// }
+    /// ```
+    @preconcurrency
+    @discardableResult
+    public func enqueueBatch<Output>(
+        maxConcurrentCount: Int = 1,
+        file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @Sendable (FutureQueue<Resource>) throws -> Output
+    ) -> Future<Output> {
+        enqueueBatch(maxConcurrentCount: maxConcurrentCount, file: file, line: line) { batch throws -> Future<Output> in
+            Future(try operation(batch))
+        }
+    }
+
     // MARK: State
 
     /// Whether no operation is running or waiting.
