@@ -43,7 +43,7 @@ extension Future {
 
     /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
     /// futures created outside the operation and moved inside with it are started again when this
-    /// future is repeated (see ``Future/onErrorRepeat(delayBetweenRepetitions:maxRepetitions:file:line:when:)``).
+    /// future is repeated (see ``Future/onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)``).
     ///
     /// ```swift
     /// let login = loginFuture()
