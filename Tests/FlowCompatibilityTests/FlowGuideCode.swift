@@ -229,3 +229,111 @@ final class FlowGuideCodeTests: XCTestCase {
         XCTAssertTrue(sawError)
     }
 }
+
+/// A callback API the way Flow's futures guide wraps one (its example wraps `URLSession`).
+private final class FakeSession {
+    var requests = 0
+
+    func dataTask(for path: String, completion: @escaping (String?, Error?) -> Void) -> FakeTask {
+        requests += 1
+        return FakeTask {
+            if path.hasPrefix("bad") {
+                completion(nil, GuideError())
+            } else {
+                completion("data of \(path)", nil)
+            }
+        }
+    }
+
+    func data(at path: String) -> Future<String> {
+        return Future { completion in
+            let task = self.dataTask(for: path) { data, error in
+                if let error = error {
+                    completion(.failure(error))
+                } else {
+                    completion(.success(data!))
+                }
+            }
+            task.resume()
+            return Disposer { task.cancel() }
+        }
+    }
+}
+
+private final class FakeTask {
+    private var work: (() -> Void)?
+    init(_ work: @escaping () -> Void) { self.work = work }
+    func resume() {
+        let work = self.work
+        DispatchQueue.global().async { work?() }
+    }
+    func cancel() { work = nil }
+}
+
+final class FlowFuturesGuideTests: XCTestCase {
+    func testTheGuidesHappyFlow() {
+        let session = FakeSession()
+        let done = expectation(description: "friends")
+        var friends: [String] = []
+        var failure: Error?
+        session.data(at: "user").map { data -> String in
+            guard !data.isEmpty else { throw GuideError() }
+            return data
+        }.flatMap { user in
+            session.data(at: "friends of \(user)")
+        }.map { data in
+            [data]
+        }.onValue { value in
+            friends = value
+        }.onError { error in
+            failure = error
+        }.always {
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(friends, ["data of friends of data of user"])
+        XCTAssertNil(failure)
+    }
+
+    func testCombiningRepeatingAndScheduling() {
+        let session = FakeSession()
+        let done = expectation(description: "combined")
+        let imageProcessing = Scheduler(label: "image processing", attributes: .concurrent)
+        var pair: (String, String)?
+        var first: String?
+        var retries = 0
+        let friend = session.data(at: "friend")
+        let pet = session.data(at: "pet")
+        join(friend, pet).onValue { pair = $0 }
+        select(friend, or: pet).onValue { either in
+            switch either {
+            case .left(let value): first = value
+            case .right(let value): first = value
+            }
+        }
+        session.data(at: "bad").onErrorRepeat { _ -> Future<Bool> in
+            retries += 1
+            return Future(retries < 3)
+        }
+        .map(on: imageProcessing) { $0.uppercased() }
+        .onResult { _ in }
+        .always { done.fulfill() }
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(retries, 3)
+        XCTAssertEqual(session.requests, 5)
+        XCTAssertNotNil(first)
+        _ = pair
+    }
+
+    func testLifetimeManagement() {
+        var removed: [String] = []
+        let bag = DisposeBag()
+        bag += Disposer { removed.append("observer") }
+        bag += { removed.append("closure") }
+        let innerBag = bag.innerBag()
+        innerBag += { removed.append("inner") }
+        bag += FakeSession().data(at: "image").disposable
+        bag.dispose()
+        XCTAssertEqual(removed, ["observer", "closure", "inner"])
+    }
+}
