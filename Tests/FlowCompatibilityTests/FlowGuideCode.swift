@@ -325,6 +325,21 @@ final class FlowFuturesGuideTests: XCTestCase {
         _ = pair
     }
 
+    private var recorded: [String] = []
+
+    private func record(_ value: String) {
+        recorded.append(value)
+    }
+
+    func testFunctionValuesAsCallbacks() {
+        let done = expectation(description: "recorded")
+        let session = FakeSession()
+        func finish() { done.fulfill() }
+        session.data(at: "profile").onValue(record).always(finish)
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(recorded, ["data of profile"])
+    }
+
     func testLifetimeManagement() {
         var removed: [String] = []
         let bag = DisposeBag()
