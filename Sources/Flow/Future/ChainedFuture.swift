@@ -172,6 +172,13 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         return [(upstream, ObjectIdentifier(self))]
     }
 
+    override var hasCancellationWork: Bool {
+        switch step {
+        case .onCancel, .onErrorOrCancel: return true
+        default: return false
+        }
+    }
+
     override func didCancel() {
         switch step {
         case .onCancel(let observe):

@@ -393,11 +393,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // Listeners are named by identity: holding them here would keep them alive.
         var pending = cancelled.upstreamLinks()
         // Every future here is found after the one that listened to it, so the reverse order puts
-        // each future's callbacks before those of its continuations.
+        // each future's callbacks before those of its continuations. Only futures with something to
+        // do on cancellation are kept: most steps of a long chain have none.
         var cancelledUpstream: [any CancellableUpstream] = []
         while let (upstream, listener) = pending.popLast() {
             if upstream.removeListenerAndCancelIfUnobserved(listener) {
-                cancelledUpstream.append(upstream)
+                if upstream.hasCancellationWork { cancelledUpstream.append(upstream) }
                 pending.append(contentsOf: upstream.upstreamLinks())
             }
         }
@@ -424,6 +425,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Called once after this future was cancelled by ``cancel()`` (directly or from downstream), by
     /// ``cancelUpstream(of:)`` once the futures upstream of it were cancelled.
     func didCancel() {}
+
+    /// Whether ``didCancel()`` does anything for this future.
+    var hasCancellationWork: Bool { false }
 
     /// The futures this one waits on and the listener it registered on each, for cancellation.
     func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] { [] }
@@ -549,6 +553,8 @@ protocol CancellableUpstream: AnyObject {
     func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)]
     /// Runs what must happen once this future was cancelled (its `onCancel` callbacks).
     func didCancel()
+    /// Whether ``didCancel()`` does anything.
+    var hasCancellationWork: Bool { get }
 }
 
 /// The disposable of ``Future/disposable``.

@@ -118,6 +118,8 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         }
     }
 
+    override var hasCancellationWork: Bool { true }
+
     override func didCancel() {
         let (delay, decision) = withLock { (pendingDelay.take(), pendingDecision.take()) }
         delay?.dispose()
