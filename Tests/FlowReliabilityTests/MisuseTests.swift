@@ -1,6 +1,7 @@
 import Dispatch
 import Flow
 import FlowTesting
+import FlowTimers
 import Foundation
 import Testing
 
@@ -68,6 +69,33 @@ struct LoopMisuseTests {
         let error = try #require(delayed.result?.error)
         #expect(error is FutureAbandonedError, "got \(error)")
         #expect("\(error)".contains("released its completion callback without calling it"))
+    }
+
+    @Test("shutting a loop down fails a repetition waiting on the loop's timer between runs with FutureAbandonedError")
+    func shuttingALoopDownFailsARepetitionWaitingOnItsTimer() throws {
+        let loop = EventLoop.startOnNewThread(name: "misuse.closeRepeat")
+        let runs = AtomicCounter()
+        let repeated = loop.scheduler.sync {
+            Future<Int>(on: .none) { completion in
+                runs.increment()
+                completion(.failure(CancellationError()))
+                return NilDisposer()
+            }
+            .onErrorRepeat(delayBetweenRepetitions: 3600)
+        }
+        loop.shutdown()
+        let error = try #require(repeated.result?.error)
+        #expect(error is FutureAbandonedError, "got \(error)")
+        #expect(runs.current == 1)
+    }
+
+    @Test("shutting a loop down fails a timeout(after:) waiting on the loop's timer with FutureAbandonedError")
+    func shuttingALoopDownFailsATimeoutWaitingOnItsTimer() throws {
+        let loop = EventLoop.startOnNewThread(name: "misuse.closeTimeout")
+        let limited = loop.scheduler.sync { Future<Int>(.forever).timeout(after: 3600) }
+        loop.shutdown()
+        let error = try #require(limited.result?.error)
+        #expect(error is FutureAbandonedError, "got \(error)")
     }
 
     @Test("closing a loop leaves a user's operation whose timer it dropped pending, as Flow would, until cancelled")

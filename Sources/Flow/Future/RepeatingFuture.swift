@@ -89,13 +89,26 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             return repetitions
         }
         if let delay = policy.delay(beforeRepetition: repetition) {
-            let timer = scheduler.async(after: delay) { [self] in startAttempt() }
+            // A future of the timer that fails if the timer is dropped uncalled (its loop closed),
+            // so that the repetition ends with that error instead of waiting for good.
+            let scheduler = self.scheduler
+            let wait = Future<Void>.failingIfAbandoned(on: .none) { completion in
+                scheduler.async(after: delay) { completion(.success(())) }
+            }
+            .onResult(on: .none) { [self] result in
+                if case .failure(let error) = result {
+                    _ = withLock { pendingDelay.take() }
+                    complete(with: .failure(error))
+                } else {
+                    startAttempt()
+                }
+            }
             let stillPending = withLock { () -> Bool in
                 guard !lockedIsCompleted else { return false }
-                pendingDelay = timer
+                if !wait.isCompleted { pendingDelay = wait.disposable }
                 return true
             }
-            if !stillPending { timer.dispose() }
+            if !stillPending { wait.cancel() }
         } else {
             startAttempt()
         }
