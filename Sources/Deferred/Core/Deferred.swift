@@ -164,17 +164,18 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @
     /// let result: Int = performOperation().wait(until: .distantFuture)!
     /// ```
     ///
-    /// Called on the thread of a running event loop before the value is filled, it stops the program
-    /// with a message instead: the loop may be the one to fill the value, so waiting would deadlock
-    /// it. Use ``upon(_:execute:)`` there.
+    /// Called inside an event loop's own work (one of its callbacks) before the value is filled, it
+    /// stops the program with a message instead: the loop may be the one to fill the value, and it
+    /// cannot run while its thread waits. Use ``upon(_:execute:)`` there. Anywhere else, the main
+    /// thread included, it blocks.
     public func wait(until time: DispatchTime) -> Value? {
         if let value = peek() {
             return value
         }
-        preconditionWaitingDoesNotBlockLoop("wait(until:)")
+        preconditionWaitingCanFinish("wait(until:)")
         let filled = DispatchSemaphore(value: 0)
         uponInline { _ in filled.signal() }
-        _ = filled.wait(timeout: time)
+        _ = blockUntilSignalled(filled, until: time, "wait(until:)")
         return peek()
     }
 }

@@ -31,33 +31,36 @@ public protocol FutureProtocol<Value>: CustomDebugStringConvertible, Sendable {
     /// Blocks the calling thread until the value is known or `time` has come, and returns it, or
     /// `nil` at the deadline.
     ///
-    /// Waiting on the thread of a running event loop for a value that is not there yet stops the
-    /// program with a message: the loop could not run the work that fills the value, so the wait
-    /// would deadlock it.
+    /// Waiting inside an event loop's own work (one of its callbacks) for a value that is not there
+    /// yet stops the program with a message: the loop could not run the work that fills the value, so
+    /// the wait would never end. Anywhere else, the main thread included, it blocks.
     func wait(until time: DispatchTime) -> Value?
 }
 
 extension FutureProtocol {
-    /// Calls `body` with the value once it is known, on the default executor: the scheduler the
-    /// caller executes on (its event loop, say), or else a concurrent background queue.
+    /// The executor `upon` uses when given none: ``Dispatch/DispatchQueue/any()``, a concurrent
+    /// background queue, wherever the caller runs (on an event loop too).
+    public static var defaultUponExecutor: PreferredExecutor {
+        DispatchQueue.any()
+    }
+
+    /// Calls `body` with the value once it is known, on `queue`: by default a concurrent background
+    /// queue (``defaultUponExecutor``), wherever the caller runs.
     ///
     /// ```swift
     /// deferredResult.upon { result in
     ///     print("got \(result)")
     /// }
-    /// ```
-    @inlinable
-    public func upon(execute body: @escaping @Sendable (Value) -> Void) {
-        upon(defaultExecutor(), execute: body)
-    }
-
-    /// Calls `body` with the value once it is known, on `queue`.
-    ///
-    /// ```swift
     /// friends.upon(.main) { friends in tableView.reloadData() }
     /// ```
+    ///
+    /// Code on an event loop that wants `body` back on the loop names it: `upon(loop)`,
+    /// `upon(Scheduler.main)`.
+    @preconcurrency
     @inlinable
-    public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
+    public func upon(
+        _ queue: PreferredExecutor = Self.defaultUponExecutor, execute body: @escaping @Sendable (Value) -> Void
+    ) {
         upon(queue as any Executor, execute: body)
     }
 
@@ -72,12 +75,10 @@ extension FutureProtocol {
         if let value = peek() {
             return value
         }
-        preconditionWaitingDoesNotBlockLoop("wait(until:)")
+        preconditionWaitingCanFinish("wait(until:)")
         let filled = DispatchSemaphore(value: 0)
         upon(InlineExecutor.shared) { _ in filled.signal() }
-        guard filled.wait(timeout: time) == .success else {
-            return peek()
-        }
+        _ = blockUntilSignalled(filled, until: time, "wait(until:)")
         return peek()
     }
 }

@@ -19,10 +19,10 @@ extension FutureProtocol {
     }
 
     /// Calls `body` with the value once it is known, on the default executor.
-    @available(*, deprecated, renamed: "upon(execute:)")
+    @available(*, deprecated, renamed: "upon(_:execute:)")
     @_disfavoredOverload
     public func upon(body: @escaping @Sendable (Value) -> Void) {
-        upon(execute: body)
+        upon(Self.defaultUponExecutor, execute: body)
     }
 
     /// Calls `body` with the value once it is known, on the main queue.

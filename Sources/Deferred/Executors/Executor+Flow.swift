@@ -19,14 +19,12 @@ extension Flow.EventLoop: Executor {
     }
 }
 
-/// The executor used when the caller names none: the scheduler running the caller, so that code on
-/// an event loop stays on that loop, or else a concurrent background queue, as Deferred always did.
+/// The executor used when the caller names none: Deferred's own default, a concurrent background queue
+/// (``Dispatch/DispatchQueue/any()``), wherever the caller runs. Code on an event loop that wants its
+/// closures back on the loop names it: `upon(loop)`, `upon(Scheduler.main)`.
 @inlinable
-func defaultExecutor() -> any Executor {
-    if let scheduler = Flow.Scheduler.executing {
-        return scheduler
-    }
-    return DispatchQueue.global()
+public func defaultExecutor() -> any Executor {
+    DispatchQueue.any()
 }
 
 /// Runs `body` at once on the thread that submits it: for this library's own bookkeeping handlers,
