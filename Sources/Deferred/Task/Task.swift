@@ -105,6 +105,9 @@ public final class Task<Success: Sendable>: TaskProtocol {
     /// ```swift
     /// let done = Task(success: 42)
     /// ```
+    ///
+    /// Disfavoured, so that a trailing closure (`Task { ... }`) is never taken for the value.
+    @_disfavoredOverload
     public convenience init(success value: @autoclosure () throws -> Success) {
         self.init(Result(catching: value))
     }
@@ -121,6 +124,29 @@ public final class Task<Success: Sendable>: TaskProtocol {
     /// ```
     public convenience init(catching body: () throws -> Success) {
         self.init(Result(catching: body))
+    }
+
+    /// A task of the outcome of `operation`, run by Swift concurrency; cancelling the task cancels it.
+    ///
+    /// In a file that imports `Deferred` (or `Task`), `Task` names Deferred's type, so `Task { ... }`
+    /// with an `async` closure lands here, with a warning: the work runs as Swift's task would run it,
+    /// and its outcome fills this one. Write `_Concurrency.Task { ... }` for Swift's own.
+    @available(
+        *, deprecated,
+        message: "in a file that imports Deferred, Task is Deferred's task; write _Concurrency.Task { ... } for Swift's"
+    )
+    public convenience init(operation: sending @escaping @isolated(any) () async throws -> Success) {
+        let promise = Promise()
+        let work = _Concurrency.Task {
+            let result: Result
+            do {
+                result = .success(try await operation())
+            } catch {
+                result = .failure(error)
+            }
+            promise.fill(with: result)
+        }
+        self.init(Future(promise), uponCancel: { work.cancel() })
     }
 
     /// A task that never finishes; cancelling it does nothing.
