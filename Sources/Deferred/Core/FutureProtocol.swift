@@ -84,13 +84,33 @@ extension FutureProtocol {
 }
 
 extension FutureProtocol {
-    /// Describes the future and its value for debugging: `Deferred(42)`, `Future(not filled)`.
+    /// Describes the future and its value for debugging: `Deferred(42)`, `Future(not filled)`, and
+    /// `Deferred(filled)` for a value of no content (`Void`).
     public var debugDescription: String {
         let typeName = String(describing: Self.self)
         let baseName = typeName.firstIndex(of: "<").map { String(typeName[..<$0]) } ?? typeName
         guard let value = peek() else {
             return "\(baseName)(not filled)"
         }
+        if Value.self == Void.self {
+            return "\(baseName)(filled)"
+        }
         return "\(baseName)(\(String(reflecting: value)))"
     }
+
+    /// What a debugger shows: the value, as an optional, once filled; `isFilled: false` before, and
+    /// `isFilled: true` for a filled value of no content (`Void`).
+    public var customMirror: Mirror {
+        guard let value = peek() else {
+            return Mirror(self, children: ["isFilled": false], displayStyle: .tuple)
+        }
+        if Value.self == Void.self {
+            return Mirror(self, children: ["isFilled": true], displayStyle: .tuple)
+        }
+        return Mirror(self, children: ["value": value], displayStyle: .optional)
+    }
 }
+
+extension Deferred: CustomReflectable {}
+extension Future: CustomReflectable {}
+extension Task: CustomReflectable {}
