@@ -13,6 +13,7 @@ extension FutureProtocol {
     ///   - transform: makes the new value from this future's value.
     /// - Returns: a future filled with the transformed value.
     @inlinable
+    @preconcurrency
     public func map<NewValue: Sendable>(
         upon executor: any Executor = defaultExecutor(),
         transform: @escaping @Sendable (Value) -> NewValue
@@ -24,6 +25,7 @@ extension FutureProtocol {
 
     /// A future of `transform` applied to this future's value; `transform` runs on `queue`.
     @inlinable
+    @preconcurrency
     public func map<NewValue: Sendable>(
         upon queue: DispatchQueue,
         transform: @escaping @Sendable (Value) -> NewValue
@@ -45,6 +47,7 @@ extension FutureProtocol {
     ///   - start: begins the next step and returns its future.
     /// - Returns: a future filled with the next step's value.
     @inlinable
+    @preconcurrency
     public func andThen<NewFuture: FutureProtocol>(
         upon executor: any Executor = defaultExecutor(),
         start: @escaping @Sendable (Value) -> NewFuture
@@ -58,6 +61,7 @@ extension FutureProtocol {
 
     /// Starts the next asynchronous step with this future's value, running `start` on `queue`.
     @inlinable
+    @preconcurrency
     public func andThen<NewFuture: FutureProtocol>(
         upon queue: DispatchQueue,
         start: @escaping @Sendable (Value) -> NewFuture
@@ -74,6 +78,7 @@ extension FutureProtocol {
     /// let count: Future<Int> = friends.every { $0.count }
     /// ```
     @inlinable
+    @preconcurrency
     public func every<NewValue: Sendable>(per transform: @escaping @Sendable (Value) -> NewValue) -> Future<NewValue> {
         Future(LazyMapFuture(base: self, transform: transform))
     }

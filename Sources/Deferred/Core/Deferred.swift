@@ -73,6 +73,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @
     ///   - executor: where `body` runs: a queue, a scheduler, an event loop.
     ///   - body: the work to do with the value.
     @inlinable
+    @preconcurrency
     public func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void) {
         // Sorted here, once: submitting to a scheduler or a queue then needs no cast and no call
         // through the existential. The scheduler goes first: it is the loop's common case.
@@ -100,6 +101,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @
     ///   - queue: where `body` runs.
     ///   - body: the work to do with the value.
     @inlinable
+    @preconcurrency
     public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
         if let value = withState({ $0.enqueue { .queue(queue, body) } }) {
             submitUpon(queue, value, body)

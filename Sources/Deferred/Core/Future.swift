@@ -114,6 +114,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
 
     /// Calls `body` with the value once it is known, by submitting it to `executor`.
     @inlinable
+    @preconcurrency
     public func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void) {
         switch source {
         case .filled(let value):
@@ -134,6 +135,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
     /// name.upon(.main) { label.text = $0 }
     /// ```
     @inlinable
+    @preconcurrency
     public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
         switch source {
         case .filled(let value):

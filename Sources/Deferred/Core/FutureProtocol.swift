@@ -23,6 +23,7 @@ public protocol FutureProtocol<Value>: CustomDebugStringConvertible, Sendable {
     /// - Parameters:
     ///   - executor: where `body` runs.
     ///   - body: the work to do with the value.
+    @preconcurrency
     func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void)
 
     /// The value, if it is known already; `nil` otherwise. Never blocks.

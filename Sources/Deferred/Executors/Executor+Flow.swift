@@ -5,6 +5,7 @@ extension Flow.Scheduler: Executor {
     /// Runs `body` on this scheduler: at once when the caller already executes on it, otherwise
     /// later, in the order submitted (see ``Flow/Scheduler/async(execute:)``).
     @inlinable
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         async(execute: body)
     }
@@ -14,6 +15,7 @@ extension Flow.EventLoop: Executor {
     /// Runs `body` on this loop after the work already queued, never before returning (see
     /// ``Flow/EventLoop/execute(_:)``).
     @inlinable
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         execute(body)
     }

@@ -19,6 +19,7 @@ public protocol Executor: AnyObject {
     /// Runs `body` on this executor, now or later.
     ///
     /// - Parameter body: the work to run; it is released once it ran.
+    @preconcurrency
     func submit(_ body: @escaping @Sendable () -> Void)
 
     /// Runs `workItem` on this executor, now or later.
@@ -53,6 +54,7 @@ public typealias PreferredExecutor = DispatchQueue
 extension DispatchQueue: Executor {
     /// Runs `body` asynchronously on this queue.
     @inlinable
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         async(execute: body)
     }
@@ -77,6 +79,7 @@ extension DispatchQueue: Executor {
 
 extension OperationQueue: Executor {
     /// Adds `body` to this queue as an operation.
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         addOperation(body)
     }
@@ -84,6 +87,7 @@ extension OperationQueue: Executor {
 
 extension RunLoop: Executor {
     /// Schedules `body` on this run loop; it runs the next time the loop runs in its common modes.
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         perform(body)
     }
