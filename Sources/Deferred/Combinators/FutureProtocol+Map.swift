@@ -33,7 +33,8 @@ extension FutureProtocol {
         map(upon: queue as any Executor, transform: transform)
     }
 
-    /// Starts the next asynchronous step with this future's value, and gives that step's value.
+    /// Starts the next asynchronous step with this future's value, and gives that step's value, which
+    /// is delivered through `executor` too: a custom executor sees every hop.
     ///
     /// ```swift
     /// let names: Future<[String]> = fetchFriends(for: jimbob).andThen(upon: .any()) { friends in
@@ -53,8 +54,9 @@ extension FutureProtocol {
         start: @escaping @Sendable (Value) -> NewFuture
     ) -> Future<NewFuture.Value> {
         let chained = Deferred<NewFuture.Value>()
+        let reference = ExecutorReference(executor)
         upon(executor) { value in
-            uponInline(start(value)) { chained.fill(with: $0) }
+            start(value).upon(reference.executor) { chained.fill(with: $0) }
         }
         return Future(chained)
     }
