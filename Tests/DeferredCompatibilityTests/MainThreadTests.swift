@@ -15,20 +15,17 @@ final class MainThreadTests: XCTestCase {
         XCTAssertEqual(seen.wait(until: .now() + 10), 9)
     }
 
-    func testDefaultUponNeverRunsInsideFillOnTheMainThread() {
+    func testDefaultUponFilledOnTheMainThreadRunsOffIt() {
         let deferred = Deferred<Int>()
-        var ranInsideFill = false
-        let filling = Protected(initialValue: false)
+        var ranOnMainThread = true
         let ran = expectation(description: "upon ran")
         deferred.upon { _ in
-            ranInsideFill = filling.withReadLock { $0 }
+            ranOnMainThread = Thread.isMainThread
             ran.fulfill()
         }
-        filling.withWriteLock { $0 = true }
         deferred.fill(with: 1)
-        filling.withWriteLock { $0 = false }
         wait(for: [ran], timeout: 10)
-        XCTAssertFalse(ranInsideFill)
+        XCTAssertFalse(ranOnMainThread)
     }
 
     func testWaitAfterTheMainLoopRanBlocksAndReturns() {

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 extension Task {
     /// Runs `work` on `queue` and gives its outcome as a task: its return value, or the error it
@@ -24,15 +25,15 @@ extension Task {
         execute work: @escaping @Sendable () throws -> Success
     ) -> Task<Success> {
         let promise = Promise()
-        // Whoever takes the semaphore first decides: the work runs, or the cancellation fails the
-        // task; the other finds it taken and does nothing.
-        let decided = DispatchSemaphore(value: 1)
+        // Whoever claims the start first decides: the work runs, or the cancellation fails the task;
+        // the other finds it claimed and does nothing.
+        let started = Atomic<Bool>(false)
         queue.async(flags: flags) {
-            guard decided.wait(timeout: .now()) == .success else { return }
+            guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
             promise.fill(with: Result(catching: work))
         }
-        return Task(promise, uponCancel: {
-            guard decided.wait(timeout: .now()) == .success else { return }
+        return Task(Future(promise), uponCancel: {
+            guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
             promise.fail(with: makeError())
         })
     }

@@ -243,15 +243,26 @@ extension Task {
     /// Cancelling the task cancels the attempt that runs and starts no more.
     ///
     /// - Parameters:
-    ///   - executor: where `startTask` and `shouldRetry` run; by default a concurrent background
-    ///     queue.
+    ///   - queue: where `startTask` and `shouldRetry` run; by default a concurrent background queue.
     ///   - numberOfRetries: how many times to start again after the first attempt; the task runs at
     ///     most `numberOfRetries + 1` times. Negative counts as zero.
     ///   - shouldRetry: whether a failure with this error is worth another attempt.
     ///   - startTask: starts an attempt; an error it throws counts as that attempt's failure.
     @preconcurrency
     public static func `repeat`(
-        upon executor: any Executor = defaultExecutor(),
+        upon queue: PreferredExecutor = .any(),
+        count numberOfRetries: Int = 3,
+        continuingIf shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        to startTask: @escaping @Sendable () throws -> Task<Success>
+    ) -> Task<Success> {
+        `repeat`(upon: queue as any Executor, count: numberOfRetries, continuingIf: shouldRetry, to: startTask)
+    }
+
+    /// Starts a task, and starts it again each time it fails, as ``repeat(upon:count:continuingIf:to:)``
+    /// does, with `startTask` and `shouldRetry` running on `executor`.
+    @preconcurrency
+    public static func `repeat`(
+        upon executor: any Executor,
         count numberOfRetries: Int = 3,
         continuingIf shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
         to startTask: @escaping @Sendable () throws -> Task<Success>
