@@ -137,3 +137,23 @@ final class FutureTests: XCTestCase {
         XCTAssertEqual(constant.wait(until: .now()), 5)
     }
 }
+
+final class CustomFutureTests: XCTestCase {
+    func testATypeThatImplementsWaitGetsPeek() {
+        // Written as Deferred 4 users wrote conforming types: upon and wait.
+        struct Stored: FutureProtocol {
+            let deferred = Deferred<Int>()
+            func upon(_ executor: Executor, execute body: @escaping (Int) -> Void) {
+                deferred.upon(executor, execute: body)
+            }
+            func wait(until time: DispatchTime) -> Int? {
+                deferred.wait(until: time)
+            }
+        }
+        let stored = Stored()
+        XCTAssertNil(stored.peek())
+        stored.deferred.fill(with: 3)
+        XCTAssertEqual(stored.peek(), 3)
+        XCTAssertEqual(stored.map(upon: .any()) { $0 * 2 }.wait(until: .now() + 10), 6)
+    }
+}

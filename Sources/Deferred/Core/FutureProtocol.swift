@@ -3,7 +3,8 @@ import Dispatch
 /// The reading side of a value that becomes known later: a ``Deferred``, a ``Future``, a ``Task``,
 /// or a type of your own.
 ///
-/// A conforming type provides ``upon(_:execute:)`` and ``peek()``; ``wait(until:)`` has a default.
+/// A conforming type provides ``upon(_:execute:)`` and ``peek()`` or ``wait(until:)``: each of the
+/// two defaults to the other.
 /// In return it gets every algorithm of this library: ``map(upon:transform:)``,
 /// ``andThen(upon:start:)``, ``and(_:)``, ``ignored()``, ``every(per:)``, ``eraseToFuture()``.
 ///
@@ -63,6 +64,12 @@ extension FutureProtocol {
         _ queue: PreferredExecutor = Self.defaultUponExecutor, execute body: @escaping @Sendable (Value) -> Void
     ) {
         upon(queue as any Executor, execute: body)
+    }
+
+    /// The value, if it is known already: by default, a ``wait(until:)`` that does not wait. A type
+    /// implements ``peek()`` or ``wait(until:)``; each defaults to the other.
+    public func peek() -> Value? {
+        wait(until: .now())
     }
 
     /// Whether the value is known.
