@@ -196,4 +196,14 @@ final class TaskTests: XCTestCase {
         XCTAssertEqual(String(reflecting: Task<Int>.never), "Task(not filled)")
         XCTAssertTrue(String(reflecting: Task(success: 1)).hasPrefix("Task("))
     }
+
+    func testEitherSpellingsAndFutureOfAResult() {
+        let success = Task<Int>.Result(right: 1)
+        let failure = Task<Int>.Result(left: TestError.first)
+        XCTAssertEqual(success.withValues(ifLeft: { _ in 0 }, ifRight: { $0 }), 1)
+        XCTAssertEqual(failure.withValues(ifLeft: { _ in 0 }, ifRight: { $0 }), 0)
+        XCTAssertEqual(try Future<Task<Int>.Result>(success: 2).peek()?.get(), 2)
+        XCTAssertThrowsError(try Future<Task<Int>.Result>(failure: TestError.second).peek()?.get())
+        XCTAssertEqual(try Task(Future<Task<Int>.Result>(success: 3)).peek()?.get(), 3)
+    }
 }

@@ -49,3 +49,34 @@ public enum TaskResultInitializerError: Error, Sendable {
     /// Neither a value nor an error was given.
     case invalidInput
 }
+
+// Deferred's `Either` protocol spelled a task's outcome as a left (the error) or a right (the value);
+// these members keep code written against it compiling on `Swift.Result`.
+extension Swift.Result where Failure == any Error {
+    /// A failure with `error`: Deferred's `Either` spelling.
+    @inlinable
+    public init(left error: any Error) {
+        self = .failure(error)
+    }
+
+    /// A success with `value`: Deferred's `Either` spelling.
+    @inlinable
+    public init(right value: Success) {
+        self = .success(value)
+    }
+
+    /// Calls `left` with the error or `right` with the value, and returns what it returns.
+    ///
+    /// ```swift
+    /// let text = result.withValues(ifLeft: { "failed: \($0)" }, ifRight: { "got \($0)" })
+    /// ```
+    @inlinable
+    public func withValues<Return>(
+        ifLeft left: (any Error) throws -> Return, ifRight right: (Success) throws -> Return
+    ) rethrows -> Return {
+        switch self {
+        case .success(let value): return try right(value)
+        case .failure(let error): return try left(error)
+        }
+    }
+}

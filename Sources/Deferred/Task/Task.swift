@@ -271,3 +271,20 @@ final class TaskCancellation: Sendable {
         _ = handler
     }
 }
+
+extension Future {
+    /// A future of a task's outcome that has succeeded already with `value`, or failed with the error
+    /// `value` throws.
+    ///
+    /// ```swift
+    /// let done = Future<Task<Int>.Result>(success: 42)
+    /// ```
+    public init<Success>(success value: @autoclosure () throws -> Success) where Value == Task<Success>.Result {
+        self.init(value: Task<Success>.Result(catching: value))
+    }
+
+    /// A future of a task's outcome that has failed already with `error`.
+    public init<Success>(failure error: any Error) where Value == Task<Success>.Result {
+        self.init(value: .failure(error))
+    }
+}
