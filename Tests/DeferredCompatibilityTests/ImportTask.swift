@@ -1,3 +1,4 @@
+// Deferred code imports both modules of Deferred's product.
 import Deferred
 import Task
 import XCTest
@@ -8,7 +9,19 @@ final class ImportTaskTests: XCTestCase {
         let task: Task<Int> = Task(promise)
         promise.succeed(with: 3)
         XCTAssertEqual(try task.wait(until: .distantFuture)?.get(), 3)
-        let swiftTask = _Concurrency.Task { 1 }
+    }
+
+    func testSwiftsTaskIsSpelledInFull() {
+        let finished = expectation(description: "Swift's task ran")
+        let swiftTask = _Concurrency.Task {
+            finished.fulfill()
+        }
+        wait(for: [finished], timeout: 10)
         _ = swiftTask
+    }
+
+    func testTaskWithASynchronousClosureIsDeferredsCatching() {
+        let plain = Task { 1 }
+        XCTAssertEqual(try plain.peek()?.get(), 1)
     }
 }
