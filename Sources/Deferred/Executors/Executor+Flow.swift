@@ -25,7 +25,7 @@ extension Flow.EventLoop: Executor {
 /// (``Dispatch/DispatchQueue/any()``), wherever the caller runs. Code on an event loop that wants its
 /// closures back on the loop names it: `upon(loop)`, `upon(Scheduler.main)`.
 @inlinable
-public func defaultExecutor() -> any Executor {
+func defaultExecutor() -> any Executor {
     DispatchQueue.any()
 }
 
