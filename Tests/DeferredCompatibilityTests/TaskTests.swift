@@ -206,4 +206,35 @@ final class TaskTests: XCTestCase {
         XCTAssertThrowsError(try Future<Task<Int>.Result>(failure: TestError.second).peek()?.get())
         XCTAssertEqual(try Task(Future<Task<Int>.Result>(success: 3)).peek()?.get(), 3)
     }
+
+    func testExecutorSeesEachStep() {
+        let mapExecutor = CountingExecutor()
+        let mapped: Task<String> = Task(success: 1).map(upon: mapExecutor) { _ in throw TestError.second }
+        let mappedDone = expectation(description: "mapped")
+        mapped.upon(mapExecutor) { result in
+            XCTAssertEqual(result.error as? TestError, .second)
+            mappedDone.fulfill()
+        }
+        wait(for: [mappedDone], timeout: 10)
+        XCTAssertEqual(mapExecutor.submissions, 2)
+
+        let recoverExecutor = CountingExecutor()
+        let recovered = Task<Int>(failure: TestError.first).recover(upon: recoverExecutor) { _ in 42 }
+        XCTAssertEqual(recovered.wait(until: .now() + 10)?.value, 42)
+        XCTAssertEqual(recoverExecutor.submissions, 1)
+
+        let fallbackExecutor = CountingExecutor()
+        let fellBack = Task<Int>(failure: TestError.first).fallback(upon: fallbackExecutor) { _ in Task(success: 42) }
+        XCTAssertEqual(fellBack.wait(until: .now() + 10)?.value, 42)
+        XCTAssertEqual(fallbackExecutor.submissions, 2)
+
+        let andThenExecutor = CountingExecutor()
+        let cancelled = expectation(description: "the next task is cancelled")
+        let chained: Task<String> = Task(success: 1).andThen(upon: andThenExecutor) { _ in
+            Task(.never) { cancelled.fulfill() }
+        }
+        chained.cancel()
+        wait(for: [cancelled], timeout: 10)
+        XCTAssertEqual(andThenExecutor.submissions, 1)
+    }
 }
