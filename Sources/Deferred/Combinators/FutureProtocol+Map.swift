@@ -8,8 +8,8 @@ extension FutureProtocol {
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `transform` runs; by default the scheduler the caller executes on, or
-    ///     else a background queue.
+    ///   - executor: where `transform` runs; by default a concurrent background queue
+    ///     (`DispatchQueue.any()`), wherever the caller runs.
     ///   - transform: makes the new value from this future's value.
     /// - Returns: a future filled with the transformed value.
     @inlinable
@@ -43,8 +43,8 @@ extension FutureProtocol {
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `start` runs; by default the scheduler the caller executes on, or else a
-    ///     background queue.
+    ///   - executor: where `start` runs and the next step's value arrives; by default a concurrent
+    ///     background queue (`DispatchQueue.any()`), wherever the caller runs.
     ///   - start: begins the next step and returns its future.
     /// - Returns: a future filled with the next step's value.
     @inlinable

@@ -82,7 +82,9 @@ enum MainThreadWaitReport {
     }
 
     /// Sends reports to `sink` after `delay` while `body` runs: for tests.
-    static func redirect<R>(after delay: DispatchTimeInterval, to sink: @escaping @Sendable (String) -> Void, _ body: () throws -> R) rethrows -> R {
+    static func redirect<R>(
+        after delay: DispatchTimeInterval, to sink: @escaping @Sendable (String) -> Void, _ body: () throws -> R
+    ) rethrows -> R {
         let saved = settings.withLock { settings in
             let saved = settings
             settings = (delay, sink)

@@ -146,7 +146,9 @@ extension TaskProtocol {
 
     /// A task that succeeds with all 7 values once this task and the 6 others succeeded, or fails
     /// with the first failure. Cancelling it cancels them all.
-    public func andSuccess<A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol, E: TaskProtocol, F: TaskProtocol>(
+    public func andSuccess<
+        A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol, E: TaskProtocol, F: TaskProtocol
+    >(
         of a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F
     ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success, F.Success)> {
         allSuccesses(of: [self, a, b, c, d, e, f]).everySuccess { values in
@@ -165,7 +167,10 @@ extension TaskProtocol {
 
     /// A task that succeeds with all 8 values once this task and the 7 others succeeded, or fails
     /// with the first failure. Cancelling it cancels them all.
-    public func andSuccess<A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol, E: TaskProtocol, F: TaskProtocol, G: TaskProtocol>(
+    public func andSuccess<
+        A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol,
+        E: TaskProtocol, F: TaskProtocol, G: TaskProtocol
+    >(
         of a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G
     ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success, F.Success, G.Success)> {
         allSuccesses(of: [self, a, b, c, d, e, f, g]).everySuccess { values in

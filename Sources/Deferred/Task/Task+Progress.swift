@@ -5,7 +5,9 @@ import Foundation
 
 extension Task {
     /// Not available: Deferred kept a task's `Progress` on Apple platforms only.
-    @available(*, unavailable, message: "Task progress is Apple-only in Deferred; this library runs on Linux and has none")
+    @available(
+        *, unavailable, message: "Task progress is Apple-only in Deferred; this library runs on Linux and has none"
+    )
     public var progress: Progress {
         fatalError("unavailable")
     }
