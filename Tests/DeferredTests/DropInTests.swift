@@ -8,12 +8,27 @@ import Testing
 /// deprecated witness through a protocol does not warn.
 protocol AsyncClosureTaskCheck: Sendable {
     func taskOfAsyncClosure(_ body: @escaping @Sendable () async throws -> Int) -> Task<Int>
+    func taskOfAsyncClosureWithPriority(_ body: @escaping @Sendable () async throws -> Int) -> Task<Int>
+    func swiftTaskHelpers() async throws
 }
 
 struct AsyncClosureTaskWitness: AsyncClosureTaskCheck {
     @available(*, deprecated)
     func taskOfAsyncClosure(_ body: @escaping @Sendable () async throws -> Int) -> Task<Int> {
         Task { try await body() }
+    }
+
+    @available(*, deprecated)
+    func taskOfAsyncClosureWithPriority(_ body: @escaping @Sendable () async throws -> Int) -> Task<Int> {
+        Task(priority: .high) { try await body() }
+    }
+
+    @available(*, deprecated)
+    func swiftTaskHelpers() async throws {
+        await Task.yield()
+        try await Task.sleep(nanoseconds: 1_000)
+        try await Task.sleep(for: .microseconds(1))
+        try Task.checkCancellation()
     }
 }
 
@@ -89,6 +104,15 @@ struct DropInTests {
         expectSignal(started, "the closure")
         cancellable.cancel()
         #expect(throws: CancellationError.self) { try cancellable.wait(until: .now() + hangGuard)?.get() }
+
+        let prioritised = check.taskOfAsyncClosureWithPriority { 7 }
+        #expect(try prioritised.wait(until: .now() + hangGuard)?.get() == 7)
+    }
+
+    @Test("Task.sleep, Task.yield and Task.checkCancellation in a Deferred file reach Swift's")
+    func swiftTaskHelpers() async throws {
+        let check: any AsyncClosureTaskCheck = AsyncClosureTaskWitness()
+        try await check.swiftTaskHelpers()
     }
 
     @Test("andThen hands the next step's value through its executor: every hop is submitted")

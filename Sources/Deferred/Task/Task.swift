@@ -135,9 +135,11 @@ public final class Task<Success: Sendable>: TaskProtocol {
         *, deprecated,
         message: "in a file that imports Deferred, Task is Deferred's task; write _Concurrency.Task { ... } for Swift's"
     )
-    public convenience init(operation: sending @escaping @isolated(any) () async throws -> Success) {
+    public convenience init(
+        priority: TaskPriority? = nil, operation: sending @escaping @isolated(any) () async throws -> Success
+    ) {
         let promise = Promise()
-        let work = _Concurrency.Task {
+        let work = _Concurrency.Task(priority: priority) {
             let result: Result
             do {
                 result = .success(try await operation())
