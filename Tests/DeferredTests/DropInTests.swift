@@ -55,37 +55,6 @@ struct DropInTests {
         #expect(deferred.wait(until: .now() + hangGuard) == 8)
     }
 
-    @MainActor
-    @Test("a main-thread wait that holds up main-loop work says so after the report delay, and goes on waiting")
-    func mainThreadWaitReportsHeldUpLoopWork() {
-        let deferred = Deferred<Int>()
-        // Submitted from the main context: it waits in the main loop, which this thread would run.
-        EventLoop.main.execute { deferred.fill(with: 1) }
-        let messages = Shared<[String]>([])
-        let waited = MainThreadWaitReport.redirect(
-            after: .milliseconds(20), to: { message in messages.mutate { $0.append(message) } }
-        ) {
-            deferred.wait(until: .now() + .milliseconds(200))
-        }
-        #expect(waited == nil)
-        #expect(messages.value.count == 1)
-        #expect(messages.value.first?.contains("holds work that only this thread runs") == true)
-    }
-
-    @Test("a wait whose value arrives in time reports nothing")
-    func waitFilledInTimeReportsNothing() {
-        let deferred = Deferred<Int>()
-        let messages = Shared<[String]>([])
-        DispatchQueue.global().async { deferred.fill(with: 2) }
-        let waited = MainThreadWaitReport.redirect(
-            after: .seconds(20), to: { message in messages.mutate { $0.append(message) } }
-        ) {
-            deferred.wait(until: .now() + hangGuard)
-        }
-        #expect(waited == 2)
-        #expect(messages.value.isEmpty)
-    }
-
     @Test("Task { async } in a Deferred file runs the closure as Swift's task would and gives its outcome")
     func asyncClosureTask() throws {
         let check: any AsyncClosureTaskCheck = AsyncClosureTaskWitness()
@@ -130,5 +99,59 @@ struct DropInTests {
         nextTask.succeed(with: 3)
         #expect(try chainedTask.peek()?.get() == 3)
         #expect(taskExecutor.submissionCount == 2)
+    }
+
+    @Test("tasks over a value that is never filled are freed with their last reference, chained ones too")
+    func neverFilledTasksAreFreed() {
+        weak var weakPromise: Task<Int>.Promise?
+        do {
+            let promise = Task<Int>.Promise()
+            weakPromise = promise
+            let executor = CountingInlineExecutor()
+            let task = Task(promise, uponCancel: { promise.fail(with: TestError()) })
+            _ = Task(promise)
+            _ = task.andThen(upon: executor) { Task(success: $0) }
+            _ = task.fallback(upon: executor) { _ in Task(success: 0) }
+            _ = task.map(upon: executor) { $0 }
+            _ = task.andSuccess(of: Task(success: 1), Task(success: 2))
+            _ = [task, Task(success: 3)].allSucceeded()
+        }
+        #expect(weakPromise == nil)
+    }
+}
+
+/// The main-thread wait report goes through one global setting, so these run one at a time.
+@Suite("Deferred drop-in: the main-thread wait report", .serialized)
+struct MainThreadWaitReportTests {
+    @MainActor
+    @Test("a main-thread wait that holds up main-loop work says so after the report delay, and goes on waiting")
+    func mainThreadWaitReportsHeldUpLoopWork() {
+        let deferred = Deferred<Int>()
+        // Submitted from the main context: it waits in the main loop, which this thread would run.
+        EventLoop.main.execute { deferred.fill(with: 1) }
+        let messages = Shared<[String]>([])
+        let waited = MainThreadWaitReport.redirect(
+            after: .milliseconds(20), to: { message in messages.mutate { $0.append(message) } }
+        ) {
+            deferred.wait(until: .now() + .milliseconds(200))
+        }
+        #expect(waited == nil)
+        #expect(messages.value.count == 1)
+        #expect(messages.value.first?.contains("holds work that only this thread runs") == true)
+    }
+
+    @MainActor
+    @Test("a main-thread wait whose value arrives in time reports nothing")
+    func waitFilledInTimeReportsNothing() {
+        let deferred = Deferred<Int>()
+        let messages = Shared<[String]>([])
+        DispatchQueue.global().async { deferred.fill(with: 2) }
+        let waited = MainThreadWaitReport.redirect(
+            after: .seconds(20), to: { message in messages.mutate { $0.append(message) } }
+        ) {
+            deferred.wait(until: .now() + hangGuard)
+        }
+        #expect(waited == 2)
+        #expect(messages.value.isEmpty)
     }
 }

@@ -131,10 +131,12 @@ extension TaskProtocol {
         let chain = TaskCancellation({ self.cancel() })
         let outcome = Task<NewTask.Success>.Promise()
         let reference = ExecutorReference(executor)
-        upon(executor) { result in
+        // The handler holds the chain weakly: this task may never finish, and the chain's handler
+        // holds this task. Once the new task is gone, nobody can cancel the next one anyway.
+        upon(executor) { [weak chain] result in
             do {
                 let next = try start(result.taskResult.get())
-                chain.started(next)
+                chain?.started(next)
                 next.upon(reference.executor) { outcome.fill(with: $0.taskResult) }
             } catch {
                 outcome.fill(with: .failure(error))
@@ -204,14 +206,15 @@ extension TaskProtocol {
         let chain = TaskCancellation({ self.cancel() })
         let outcome = Task<Success>.Promise()
         let reference = ExecutorReference(executor)
-        upon(executor) { result in
+        // Weakly, as in andThen: this task may never finish, and the chain's handler holds it.
+        upon(executor) { [weak chain] result in
             guard case .failure(let error) = result.taskResult else {
                 outcome.fill(with: result.taskResult)
                 return
             }
             do {
                 let replacement = try restart(error)
-                chain.started(replacement)
+                chain?.started(replacement)
                 replacement.upon(reference.executor) { outcome.fill(with: $0.taskResult) }
             } catch {
                 outcome.fill(with: .failure(error))
@@ -281,7 +284,8 @@ extension Task {
 private struct RepeatedAttempts<Success: Sendable>: Sendable {
     let executor: ExecutorReference
     let outcome: Deferred<Task<Success>.Result>
-    let chain: TaskCancellation
+    /// Weakly: an attempt that never finishes holds these attempts, and the chain holds the attempt.
+    weak let chain: TaskCancellation?
     let shouldRetry: @Sendable (any Error) -> Bool
     let startTask: @Sendable () throws -> Task<Success>
 
@@ -293,9 +297,9 @@ private struct RepeatedAttempts<Success: Sendable>: Sendable {
         } catch {
             attempt = Task(failure: error)
         }
-        chain.started(attempt)
+        chain?.started(attempt)
         attempt.upon(executor.executor) { result in
-            if case .failure(let error) = result, retriesLeft > 0, !chain.isCancelled, shouldRetry(error) {
+            if case .failure(let error) = result, retriesLeft > 0, !(chain?.isCancelled ?? false), shouldRetry(error) {
                 start(retriesLeft: retriesLeft - 1)
             } else {
                 outcome.fill(with: result)

@@ -61,8 +61,10 @@ public final class Task<Success: Sendable>: TaskProtocol {
         self.future = future
         self.cancellation = TaskCancellation(cancellation)
         if cancellation != nil {
+            // Weakly: the future may never be filled, and its handler must not keep the cancellation
+            // alive (its closure often captures the very deferred value the handler waits on).
             let pendingCancellation = self.cancellation
-            uponInline(future) { _ in pendingCancellation.discardHandler() }
+            uponInline(future) { [weak pendingCancellation] _ in pendingCancellation?.discardHandler() }
         }
     }
 
@@ -77,6 +79,11 @@ public final class Task<Success: Sendable>: TaskProtocol {
         _ wrapped: Wrapped, uponCancel cancellation: (@Sendable () -> Void)? = nil
     ) where Wrapped.Success == Success {
         let future = Future<Result>(resultFrom: wrapped)
+        if cancellation == nil, wrapped is Deferred<Wrapped.Value> || wrapped is Future<Wrapped.Value> {
+            // A promise or a future has nothing to cancel.
+            self.init(future)
+            return
+        }
         self.init(future, uponCancel: {
             wrapped.cancel()
             cancellation?()
