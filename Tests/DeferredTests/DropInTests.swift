@@ -56,26 +56,29 @@ struct DropInTests {
     }
 
     @Test("Task { async } in a Deferred file runs the closure as Swift's task would and gives its outcome")
-    func asyncClosureTask() throws {
+    func asyncClosureTask() async throws {
+        // Waits by awaiting, not by blocking: the closures run on Swift's cooperative threads, which a
+        // blocked test thread could starve.
         let check: any AsyncClosureTaskCheck = AsyncClosureTaskWitness()
         let task = check.taskOfAsyncClosure {
             await _Concurrency.Task.yield()
             return 6
         }
-        #expect(try task.wait(until: .now() + hangGuard)?.get() == 6)
+        #expect(try await task.value.get() == 6)
 
-        let started = DispatchSemaphore(value: 0)
+        let started = Deferred<Void>()
         let cancellable = check.taskOfAsyncClosure {
-            started.signal()
+            started.fill()
             try await _Concurrency.Task.sleep(nanoseconds: 60_000_000_000)
             return 0
         }
-        expectSignal(started, "the closure")
+        await started.value
         cancellable.cancel()
-        #expect(throws: CancellationError.self) { try cancellable.wait(until: .now() + hangGuard)?.get() }
+        let cancelledResult = await cancellable.value
+        #expect(throws: CancellationError.self) { try cancelledResult.get() }
 
         let prioritised = check.taskOfAsyncClosureWithPriority { 7 }
-        #expect(try prioritised.wait(until: .now() + hangGuard)?.get() == 7)
+        #expect(try await prioritised.value.get() == 7)
     }
 
     @Test("Task.sleep, Task.yield and Task.checkCancellation in a Deferred file reach Swift's")
