@@ -26,6 +26,7 @@ extension Future {
     ///     builds); the caller's by default.
     ///   - line: the line of `file`.
     ///   - predicate: whether to repeat after an error; runs on the current scheduler.
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
         backoff: Backoff,
