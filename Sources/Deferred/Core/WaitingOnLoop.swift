@@ -24,7 +24,8 @@ func preconditionWaitingCanFinish(_ operation: StaticString) {
 ///
 /// On the main thread, outside the main loop's work, while the main loop holds work that only this
 /// thread can run (work submitted to ``Flow/Scheduler/main``, a timer, I/O), a wait that lasts
-/// ``MainThreadWaitReport/delay`` prints one line to standard error saying so: that work cannot
+/// ``MainThreadWaitReport/delay`` reports it through `FlowDiagnostics` (one line on standard error
+/// unless the program set a handler): that work cannot
 /// run, and if it is what fills the value, the wait never ends. The wait itself goes on as Deferred's
 /// would.
 @usableFromInline
@@ -58,11 +59,11 @@ private func mainLoopHeldUpByWaiting() -> EventLoop? {
     return loop
 }
 
-/// Where the main-thread wait report goes, and after how long: standard error after five seconds,
+/// Where the main-thread wait report goes, and after how long: `FlowDiagnostics` after five seconds,
 /// replaceable by tests.
 enum MainThreadWaitReport {
     private static let settings = Synchronization.Mutex<(delay: DispatchTimeInterval, sink: @Sendable (String) -> Void)>(
-        (.seconds(5), { message in FileHandle.standardError.write(Data((message + "\n").utf8)) }))
+        (.seconds(5), { message in FlowDiagnostics.report(.warning, message) }))
 
     static var delay: DispatchTimeInterval {
         settings.withLock { $0.delay }

@@ -314,14 +314,16 @@ final class CompletionToken<Value: Sendable>: Sendable {
 }
 
 #if DEBUG
-/// The debug-build report of a future whose operation released its completion callback uncalled.
+/// The debug-build report of a future whose operation released its completion callback uncalled,
+/// through ``FlowDiagnostics`` (standard error unless the program set a handler).
 enum AbandonmentReport {
     static func report(creationSite: String) {
-        let message = "Flow: the operation of the future created at \(creationSite) released its completion "
-            + "callback without calling it; the future stays pending until cancelled (write Future(.forever) "
-            + "for a future that never completes)\n"
-        // The descriptor, not `stderr`: that global is shared mutable state to Swift 6.
-        _ = message.withCString { write(2, $0, strlen($0)) }
+        FlowDiagnostics.report(
+            .warning,
+            "the operation of the future created at \(creationSite) released its completion callback without "
+                + "calling it; the future stays pending until cancelled (write Future(.forever) for a future "
+                + "that never completes)",
+            metadata: ["creationSite": creationSite])
     }
 }
 #endif
