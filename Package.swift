@@ -39,7 +39,9 @@ let package = Package(
         // Programs: `swift run <Name>`.
         .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
         .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
-        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet"], path: "Examples/HTTPHello"),
+        // HTTPHello's request parser, in a library of its own so that the fuzzer (Fuzz/) can link it.
+        .target(name: "HTTPParsing", path: "Examples/HTTPParsing"),
+        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet", "HTTPParsing"], path: "Examples/HTTPHello"),
         .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
 
         // A child process for the tests that need a real main thread.
@@ -55,7 +57,10 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob", "Tour"]),
+        .testTarget(
+            name: "FlowNetTests",
+            dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour"]
+        ),
 
         // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users
         // write it (captured `var`s mutated in callbacks, defaulted arguments), in Swift 5 mode.
