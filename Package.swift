@@ -44,6 +44,9 @@ let package = Package(
         .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet", "HTTPParsing"], path: "Examples/HTTPHello"),
         .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
 
+        // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
+        .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),
+
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
