@@ -10,7 +10,7 @@ func preconditionWaitingDoesNotBlockLoop(_ operation: StaticString) {
     guard let loop = Flow.Scheduler.executing?.eventLoop, loop.isInLoopContext, loop.isDriven else {
         return
     }
-    preconditionFailure(
+    misuseFailure(
         "Deferred.\(operation): waiting on the thread of the event loop '\(loop.name)' would deadlock that loop, "
             + "which may be the one to fill the value; use upon(_:execute:) instead")
 }

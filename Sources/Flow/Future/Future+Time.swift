@@ -18,7 +18,7 @@ extension Future {
     public final func delay(on scheduler: Scheduler = .current, by delay: @escaping @Sendable (Result<Value>) -> Double?) -> Future<Value> {
         flatMapResult(on: .none) { result in
             guard let seconds = delay(result) else { return Future(result: result) }
-            precondition(!seconds.isNaN, "Future.delay: the delay must be a finite number of seconds, not nan")
+            misusePrecondition(!seconds.isNaN, "Future.delay: the delay must be a finite number of seconds, not nan")
             guard seconds > 0 else { return Future(result: result) }
             return Future(on: .none) { completion in
                 scheduler.async(after: seconds) { completion(result) }
