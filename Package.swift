@@ -50,13 +50,15 @@ let package = Package(
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
+        // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
+        .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred"], path: "Tests/Probes/MisuseProbe"),
         .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe", "AsyncMainProbe"]),
         .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow"]),
         .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow"]),
         .testTarget(
             name: "FlowReliabilityTests",
             dependencies: [
-                "Flow", "FlowTesting", "FlowTimers", "Deferred", "FlowNet", "EchoServer",
+                "Flow", "FlowTesting", "FlowTimers", "Deferred", "FlowNet", "EchoServer", "MisuseProbe",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
