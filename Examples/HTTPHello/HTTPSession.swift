@@ -23,6 +23,7 @@ enum Responses {
     }
 
     static let requestTimeout = refusal(408, "Request Timeout")
+    static let serviceUnavailable = refusal(503, "Service Unavailable")
 }
 
 /// One client connection: answers each request the parser finds with the canned response, keeps the
@@ -43,6 +44,12 @@ final class HTTPSession {
     /// When the connection is closed, in ``EventLoop/uptimeNanoseconds``, unless something moves it.
     private var deadline: UInt64 = 0
     private var deadlineTimer: Disposable?
+    /// When a request last completed, or the connection opened: the registry closes the session with
+    /// the oldest first when its loop is full.
+    private(set) var lastProgress: UInt64 = 0
+    /// This session's place in its loop's ``SessionRegistry``; -1 outside it.
+    var registryIndex = -1
+    private var registry: SessionRegistry?
 
     init(connection: TCPConnection, settings: HTTPSessionSettings = .fromCommandLine) {
         self.connection = connection
@@ -51,6 +58,9 @@ final class HTTPSession {
     }
 
     func start() {
+        lastProgress = EventLoop.uptimeNanoseconds
+        registry = SessionRegistry.of(connection.loop, settings: settings)
+        registry?.admit(self)
         moveDeadline(by: settings.requestTimeout)
         connection.onRead { [self] event in
             switch event {
@@ -85,6 +95,7 @@ final class HTTPSession {
             return
         }
         flush(&pendingAnswers)
+        if answered > 0 { lastProgress = EventLoop.uptimeNanoseconds }
         if parser.isFinished {
             finish()
             return
@@ -147,10 +158,18 @@ final class HTTPSession {
         connection.shutdown().always(on: connection.loop.scheduler) { session.value.closeNow() }
     }
 
+    /// Closes the connection to make room for a new one (see ``SessionRegistry``).
+    func evict() {
+        if !isFinished, !parser.isBetweenRequests { connection.send(Responses.serviceUnavailable) }
+        closeNow()
+    }
+
     private func closeNow() {
         guard !isClosed else { return }
         isFinished = true
         isClosed = true
+        registry?.remove(self)
+        registry = nil
         deadlineTimer?.dispose()
         deadlineTimer = nil
         connection.close()

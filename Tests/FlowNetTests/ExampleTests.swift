@@ -88,4 +88,27 @@ struct ExampleTests {
         // And its descriptors are back to what they were (each was closed before the client saw the end).
         #expect(server.openDescriptorCount == baseline)
     }
+
+    @Test("HTTPHello at its connection limit closes the longest-stalled connection to admit a new client")
+    func httpHelloEvictsStalledConnectionsAtItsLimit() throws {
+        let server = try ExampleProcess("HTTPHello", arguments: ["--port", "0", "--max-connections", "5"])
+        defer { server.stop() }
+        let line = try #require(server.readLine())
+        let port = try #require(listeningPort(in: line, after: "HTTPHello listening on 127.0.0.1:"), "printed: \(line)")
+        let slowClients = try (0..<8).map { _ in
+            let client = try LoopbackClient(port: port)
+            client.send("GET / HTTP/1.1\r\nHost: 127.0")
+            return client
+        }
+        // A client arriving now is served: the oldest stalled connection makes room for it.
+        let client = try LoopbackClient(port: port)
+        client.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(client.receiveToEnd().hasSuffix("Hello, World!"))
+        // The four oldest made room for the last three and for that client (with a 503 if their half
+        // head had been read); the request timeout, 10 s by default, has not closed them.
+        for slowClient in slowClients.prefix(4) {
+            let answer = slowClient.receiveToEnd()
+            #expect(answer.isEmpty || answer.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"), "got \(answer)")
+        }
+    }
 }
