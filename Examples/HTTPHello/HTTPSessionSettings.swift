@@ -32,7 +32,10 @@ struct HTTPSessionSettings: Sendable {
         }
         func seconds(_ name: String, _ fallback: Double) -> Double {
             guard let text = value(name) else { return fallback }
-            guard let seconds = Double(text), seconds.isFinite, seconds > 0 else { Self.usage("\(name) \(text)") }
+            // At most a year: the deadline is kept in nanoseconds of a UInt64.
+            guard let seconds = Double(text), seconds > 0, seconds <= 366 * 86_400 else {
+                Self.usage("\(name) \(text)")
+            }
             return seconds
         }
         func count(_ name: String, _ fallback: Int) -> Int {
@@ -62,8 +65,9 @@ struct HTTPSessionSettings: Sendable {
     }
 
     private static func usage(_ bad: String) -> Never {
-        print("HTTPHello: bad option '\(bad)'; the timeouts are seconds above 0, the limits counts above 0:")
-        print("  [--request-timeout 10] [--idle-timeout 30] [--max-head 16384] [--max-headers 100] [--max-body 1048576]")
+        print("HTTPHello: bad option '\(bad)'; the timeouts are seconds above 0 (a year at most),")
+        print("the limits counts above 0: [--request-timeout 10] [--idle-timeout 30] [--max-head 16384]")
+        print("  [--max-headers 100] [--max-body 1048576]")
         print("  [--max-connections N] (per loop; by default the descriptor limit less 32, shared by the loops)")
         exit(2)
     }

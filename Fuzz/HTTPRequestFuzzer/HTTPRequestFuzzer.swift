@@ -61,7 +61,8 @@ func check(_ data: UnsafeRawBufferPointer) {
     let limits = limitsChoice & 1 == 0
         ? HTTPRequestLimits()
         : HTTPRequestLimits(
-            maximumHeadSize: 16 + limitsChoice, maximumHeaderCount: limitsChoice >> 5, maximumBodySize: limitsChoice >> 2)
+            maximumHeadSize: 16 + limitsChoice, maximumHeaderCount: limitsChoice >> 5,
+            maximumBodySize: limitsChoice >> 2)
     let whole = parse(stream, limits: limits, chunkSizes: [stream.count])
     // Chunks of 1 to 8 bytes, in a pattern set by the control byte.
     let sizes = (0..<4).map { 1 + (cutting >> (2 * $0)) & 7 }
@@ -117,7 +118,9 @@ enum ReplayCorpus {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if !name.hasPrefix(".") { names.append(path + "/" + name) }
         }
         return names.sorted()

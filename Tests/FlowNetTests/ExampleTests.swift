@@ -82,7 +82,9 @@ struct ExampleTests {
 
         // The server closes each of them (a stalled request is told 408 first).
         for slowClient in slowClients {
-            #expect(slowClient.receiveToEnd() == "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            #expect(
+                slowClient.receiveToEnd()
+                    == "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         }
         #expect(idleClient.receiveToEnd() == "")
         // And its descriptors are back to what they were (each was closed before the client saw the end).

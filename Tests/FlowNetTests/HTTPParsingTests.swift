@@ -54,9 +54,12 @@ struct HTTPParsingTests {
     @Test("a Content-Length at the limit is accepted and its body skipped; one byte more is 413")
     func contentLengthLimit() {
         let limits = HTTPRequestLimits(maximumBodySize: 10)
-        let accepted = parse("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789" + get, limits: limits, chunkSize: 3)
+        let request = "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789"
+        let accepted = parse(request + get, limits: limits, chunkSize: 3)
         #expect(accepted.error == nil)
-        #expect(accepted.heads == [HTTPRequestHead(keepsAlive: true, contentLength: 10), HTTPRequestHead(keepsAlive: true)])
+        #expect(accepted.heads == [
+            HTTPRequestHead(keepsAlive: true, contentLength: 10), HTTPRequestHead(keepsAlive: true),
+        ])
         #expect(accepted.parser.isBetweenRequests)
         #expect(parse("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", limits: limits).error == .bodyTooLarge)
     }
@@ -124,7 +127,7 @@ struct HTTPParsingTests {
         }
     }
 
-    @Test("keep-alive: HTTP/1.1 unless Connection: close, HTTP/1.0 only with Connection: keep-alive; close stops reading")
+    @Test("keep-alive: HTTP/1.1 unless Connection: close, HTTP/1.0 only with keep-alive; close stops reading")
     func keepAlive() {
         #expect(parse(get).heads == [HTTPRequestHead(keepsAlive: true)])
         #expect(parse("GET / HTTP/1.0\r\n\r\n").heads == [HTTPRequestHead(keepsAlive: false)])

@@ -16,7 +16,8 @@ struct MisuseMessageTests {
         "waitOnTheLoopThread": "waiting on the thread of the event loop 'probe.wait' would deadlock that loop",
         "nanLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not nan",
         "infiniteLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not inf",
-        "negativeInfiniteLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not -inf",
+        "negativeInfiniteLoopDelay":
+            "EventLoop.execute(after:): the delay must be a finite number of seconds, not -inf",
         "infiniteSchedulerDelay": "Scheduler.async(after:): the delay must be a finite number of seconds, not inf",
         "nanFutureDelay": "Future.delay: the delay must be a finite number of seconds, not nan",
         "negativeMaxRepetitions": "onErrorRepeat/onResultRepeat: maxRepetitions must be 0 or more, not -1",
@@ -62,7 +63,9 @@ private func debugProbePath() throws -> String {
 }
 
 /// Runs the probe at `path` with `argument`; returns its exit status and output.
-private func runMisuseProbe(_ path: String, _ argument: String) throws -> (status: Int32, output: String, errorOutput: String) {
+private func runMisuseProbe(
+    _ path: String, _ argument: String
+) throws -> (status: Int32, output: String, errorOutput: String) {
     guard FileManager.default.isExecutableFile(atPath: path) else {
         Issue.record("no MisuseProbe at \(path); run `swift build --build-tests` (or build the release one) first")
         return (-1, "", "")
@@ -83,5 +86,8 @@ private func runMisuseProbe(_ path: String, _ argument: String) throws -> (statu
     let errorData = errors.fileHandleForReading.readDataToEndOfFile()
     let outputData = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+    return (
+        process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+        String(decoding: errorData, as: UTF8.self)
+    )
 }

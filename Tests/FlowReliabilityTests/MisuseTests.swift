@@ -33,7 +33,8 @@ struct LoopMisuseTests {
         #expect(done.wait(timeout: .now() + hangGuard) == .success)
         #expect(thrown.current == [.mainLoopOffMainThread, .mainLoopOffMainThread])
         #expect(!EventLoop.main.isRunning && !EventLoop.main.isClosed)
-        #expect("\(EventLoopError.mainLoopOffMainThread)".contains("EventLoop.main is run and closed by the main thread only"))
+        let description = "\(EventLoopError.mainLoopOffMainThread)"
+        #expect(description.contains("EventLoop.main is run and closed by the main thread only"))
     }
 
     @Test("submit on a closed loop throws EventLoopError.closed and the work never runs; run and close throw closed")
