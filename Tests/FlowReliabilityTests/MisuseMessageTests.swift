@@ -13,7 +13,8 @@ struct MisuseMessageTests {
         "executeOnClosedLoop": "EventLoop.execute: work was submitted to the closed loop 'probe.closed'; it cannot run",
         "shutdownOnTheLoopThread":
             "EventLoop.shutdown(): called on the loop's own thread, which would wait for itself",
-        "waitOnTheLoopThread": "waiting on the thread of the event loop 'probe.wait' would deadlock that loop",
+        "waitOnTheLoopThread":
+            "called inside the work of the event loop 'probe.wait', which cannot run while its thread waits",
         "nanLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not nan",
         "infiniteLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not inf",
         "negativeInfiniteLoopDelay":
