@@ -43,7 +43,7 @@ final class SessionRegistry {
 
     // MARK: One per loop
 
-    private static let byLoop = Mutex<[ObjectIdentifier: LoopBound<SessionRegistry>]>([:])
+    private static let byLoop = Synchronization.Mutex<[ObjectIdentifier: LoopBound<SessionRegistry>]>([:])
 
     /// The registry of `loop`, made on first use. Loop context only.
     static func of(_ loop: EventLoop, settings: HTTPSessionSettings) -> SessionRegistry {
