@@ -59,12 +59,12 @@ public final class FlowNIOEventLoop: NIOCore.EventLoop, CustomStringConvertible 
 
     /// Stops the program with a message unless called on the Flow loop's thread.
     public func preconditionInEventLoop(file: StaticString, line: UInt) {
-        precondition(inEventLoop, "\(self): expected to run on the loop's thread", file: file, line: line)
+        misusePrecondition(inEventLoop, "\(self): expected to run on the loop's thread", file: file, line: line)
     }
 
     /// Stops the program with a message if called on the Flow loop's thread.
     public func preconditionNotInEventLoop(file: StaticString, line: UInt) {
-        precondition(!inEventLoop, "\(self): expected not to run on the loop's thread", file: file, line: line)
+        misusePrecondition(!inEventLoop, "\(self): expected not to run on the loop's thread", file: file, line: line)
     }
 
     /// This loop (a loop is a group of one).

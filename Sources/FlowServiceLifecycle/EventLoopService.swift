@@ -27,7 +27,7 @@ public struct EventLoopService: Service {
 
     /// A service owning `count` new loops, each on its own thread, named `name-0`, `name-1`, ...
     public init(count: Int, name: String = "flow.loop") {
-        precondition(count > 0, "EventLoopService(count:): give at least one loop, not \(count)")
+        misusePrecondition(count > 0, "EventLoopService(count:): give at least one loop, not \(count)")
         self.init(loops: (0..<count).map { Flow.EventLoop.startOnNewThread(name: "\(name)-\($0)") })
     }
 

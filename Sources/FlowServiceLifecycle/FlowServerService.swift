@@ -69,7 +69,7 @@ public struct FlowServerService: Service {
         loops: [Flow.EventLoop], shutdownDeadline: Duration = .seconds(10),
         start: @escaping @Sendable ([Flow.EventLoop]) throws -> Running
     ) {
-        precondition(!loops.isEmpty, "FlowServerService: give at least one loop")
+        misusePrecondition(!loops.isEmpty, "FlowServerService: give at least one loop")
         self.loops = loops
         self.shutdownDeadline = shutdownDeadline
         self.start = start
@@ -81,7 +81,7 @@ public struct FlowServerService: Service {
         loopCount: Int, name: String = "flow.server", shutdownDeadline: Duration = .seconds(10),
         start: @escaping @Sendable ([Flow.EventLoop]) throws -> Running
     ) {
-        precondition(loopCount > 0, "FlowServerService(loopCount:): give at least one loop, not \(loopCount)")
+        misusePrecondition(loopCount > 0, "FlowServerService(loopCount:): give at least one loop, not \(loopCount)")
         self.init(
             loops: (0..<loopCount).map { Flow.EventLoop.startOnNewThread(name: "\(name)-\($0)") },
             shutdownDeadline: shutdownDeadline, start: start)

@@ -21,7 +21,7 @@ extension EventLoop {
     /// - Returns: a disposable that stops the reports.
     @discardableResult
     public func reportStalls(longerThan threshold: Double) -> Disposable {
-        precondition(threshold.isFinite && threshold > 0, "EventLoop.reportStalls(longerThan:): the threshold must be a positive number of seconds, not \(threshold)")
+        misusePrecondition(threshold.isFinite && threshold > 0, "EventLoop.reportStalls(longerThan:): the threshold must be a positive number of seconds, not \(threshold)")
         let watchdog = StallWatchdog(loop: self, thresholdNanoseconds: UInt64(max(threshold, 0.001) * 1e9))
         watchdog.start()
         return StallReportsCancellation(watchdog: watchdog)
