@@ -71,7 +71,15 @@ let package = Package(
         .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
         // HTTPHello's request parser, in a library of its own so that the fuzzer (Fuzz/) can link it.
         .target(name: "HTTPParsing", path: "Examples/HTTPParsing"),
-        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet", "HTTPParsing"], path: "Examples/HTTPHello"),
+        .executableTarget(
+            name: "HTTPHello",
+            dependencies: [
+                "Flow", "FlowNet", "HTTPParsing", "FlowLogging",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/HTTPHello"
+        ),
         .executableTarget(
             name: "ServiceGroupServer",
             dependencies: [
