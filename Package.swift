@@ -67,8 +67,22 @@ let package = Package(
         .target(name: "FlowLogging", dependencies: ["Flow", .product(name: "Logging", package: "swift-log")]),
 
         // Programs: `swift run <Name>`.
-        .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
-        .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
+        .executableTarget(
+            name: "Tour",
+            dependencies: [
+                "Flow", "FlowTimers", "Deferred", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/Tour"
+        ),
+        .executableTarget(
+            name: "EchoServer",
+            dependencies: [
+                "Flow", "FlowNet", "FlowLogging",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/EchoServer"
+        ),
         // HTTPHello's request parser, in a library of its own so that the fuzzer (Fuzz/) can link it.
         .target(name: "HTTPParsing", path: "Examples/HTTPParsing"),
         .executableTarget(
@@ -90,7 +104,15 @@ let package = Package(
             ],
             path: "Examples/ServiceGroupServer"
         ),
-        .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
+        .executableTarget(
+            name: "RetryJob",
+            dependencies: [
+                "Flow", "FlowNet", "FlowTimers", "FlowLogging",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/RetryJob"
+        ),
 
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
         .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),

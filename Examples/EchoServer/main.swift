@@ -1,6 +1,6 @@
 // EchoServer: sends back every byte it receives, on one thread.
 //
-//     swift run EchoServer --port 7000      (0 picks a free port)
+//     swift run EchoServer --port 7000      (0 picks a free port; --help lists the options)
 //     nc 127.0.0.1 7000
 //
 // Back-pressure: when a client sends faster than it reads, the bytes waiting for it pass the
@@ -8,18 +8,13 @@
 // so a client that never reads cannot make the server's memory grow.
 
 import Flow
+import FlowLogging
 import FlowNet
+import Logging
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Reads `--name value` from the command line.
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
 
 /// Echoes one connection until the client closes its side, then closes once the echo went out.
 func echo(_ connection: TCPConnection) {
@@ -40,14 +35,15 @@ func echo(_ connection: TCPConnection) {
     }
 }
 
-let host = option("--host") ?? "127.0.0.1"
-guard let port = Int(option("--port") ?? "7000") else {
-    print("usage: EchoServer [--host 127.0.0.1] [--port 7000]")
-    exit(2)
-}
+let options = EchoServerOptions.parseOrExit()
+
+LoggingSystem.bootstrap(StreamLogHandler.standardError)
+var logger = Logger(label: "EchoServer")
+logger.logLevel = options.logLevel
+FlowDiagnostics.log(to: logger)   // accept failures, blocked loops: on standard error
 
 do {
-    let listener = try TCPListener.listen(host: host, port: port, on: .main, onAccept: echo)
+    let listener = try TCPListener.listen(host: options.host, port: options.port, on: .main, onAccept: echo)
     print("EchoServer listening on \(listener.localAddress)")
     fflush(nil)   // stdout is a pipe under tests: make the line visible now
     try EventLoop.main.run()

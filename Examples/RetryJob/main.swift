@@ -7,22 +7,24 @@
 //     swift run RetryJob --fail-first 9       # gives up after 5 retries, exits with status 1
 
 import Flow
+import FlowLogging
 import FlowNet
 import FlowTimers
+import Logging
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Reads `--name value` from the command line.
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
+let options = RetryJobOptions.parseOrExit()
+let failFirst = options.failFirst
+let maxRetries = options.maxRetries
 
-let failFirst = Int(option("--fail-first") ?? "3") ?? 3
-let maxRetries = Int(option("--max-retries") ?? "5") ?? 5
+LoggingSystem.bootstrap(StreamLogHandler.standardError)
+var logger = Logger(label: "RetryJob")
+logger.logLevel = options.logLevel
+FlowDiagnostics.log(to: logger)   // Flow's own reports: on standard error
+
 let attemptTimeout = 0.5
 let backoff = Backoff.exponential(initial: 0.1, maximum: 2, jitter: .full)
 

@@ -2,6 +2,8 @@
 import Deferred
 import Flow
 
+_ = TourOptions.parseOrExit()   // `--help` says what the tour shows instead of running it
+
 section("The main event loop")
 print("Scheduler.current on the main thread is .main: \(Scheduler.current == .main)")
 
