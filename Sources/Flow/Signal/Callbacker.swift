@@ -1,0 +1,136 @@
+/// A list of callbacks to call with each value: the usual way to produce a signal's values.
+///
+/// Thread-safe: callbacks may be added, removed and called from any thread. Callbacks are called in
+/// the order they were added, outside the callbacker's lock.
+///
+/// ```swift
+/// let callbacker = Callbacker<Bool>()
+/// bag += callbacker.addCallback { isEnabled in print(isEnabled) }
+/// callbacker.callAll(true)                       // prints "true"
+/// let isEnabled = Signal(callbacker: callbacker) // the same values, as a signal
+/// ```
+public final class Callbacker<Value: Sendable>: Sendable {
+    typealias Callback = @Sendable (Value) -> Void
+
+    /// One callback is most of the traffic: it is kept without an array.
+    enum Callbacks {
+        case none
+        case single(key: Int, callback: Callback)
+        case multiple(ContiguousArray<(key: Int, callback: Callback)>)
+    }
+
+    struct State {
+        var callbacks = Callbacks.none
+        var nextKey = 0
+    }
+
+    let state = Locked(State())
+
+    /// Creates a callbacker with no callbacks.
+    public init() {}
+
+    /// Whether no callback is registered.
+    public var isEmpty: Bool {
+        state.withLock { state in
+            switch state.callbacks {
+            case .none: return true
+            case .single: return false
+            case .multiple(let callbacks): return callbacks.isEmpty
+            }
+        }
+    }
+
+    /// Registers `callback` to be called by every later ``callAll(with:)``.
+    ///
+    /// - Returns: a disposable that unregisters the callback (and lets go of it).
+    @preconcurrency
+    public func addCallback(_ callback: @escaping @Sendable (Value) -> Void) -> Disposable {
+        let key = state.withLock { state -> Int in
+            let key = state.nextKey
+            state.nextKey += 1
+            switch state.callbacks {
+            case .none:
+                state.callbacks = .single(key: key, callback: callback)
+            case .single(let singleKey, let single):
+                state.callbacks = .multiple([(singleKey, single), (key, callback)])
+            case .multiple(var callbacks):
+                state.callbacks = .none  // so that the append below does not copy the array
+                callbacks.append((key, callback))
+                state.callbacks = .multiple(callbacks)
+            }
+            return key
+        }
+        return CallbackRemoval(callbacker: self, key: key)
+    }
+
+    /// Calls every registered callback with `value`, in the order they were added.
+    public func callAll(with value: Value) {
+        let callbacks = state.withLock { $0.callbacks }
+        switch callbacks {
+        case .none:
+            break
+        case .single(_, let callback):
+            callback(value)
+        case .multiple(let callbacks):
+            for entry in callbacks { entry.callback(value) }
+        }
+    }
+
+    /// Calls every registered callback with `value`: the spelling of Flow's Signals guide.
+    ///
+    /// ```swift
+    /// callbacker.callAll(true)
+    /// ```
+    public func callAll(_ value: Value) {
+        callAll(with: value)
+    }
+
+    fileprivate func removeCallback(forKey key: Int) {
+        let released = state.withLock { state -> Callbacks in
+            let previous = state.callbacks
+            switch state.callbacks {
+            case .single(let singleKey, _) where singleKey == key:
+                state.callbacks = .none
+            case .none, .single:
+                break
+            case .multiple(var callbacks):
+                state.callbacks = .none
+                if let index = callbacks.firstIndex(where: { $0.key == key }) { callbacks.remove(at: index) }
+                state.callbacks = callbacks.isEmpty ? .none : .multiple(callbacks)
+            }
+            return previous
+        }
+        _ = released  // the removed callback is released here, outside the lock
+    }
+}
+
+extension Callbacker where Value == Void {
+    /// Calls every registered callback.
+    public func callAll() {
+        callAll(with: ())
+    }
+}
+
+extension Callbacker: SignalProvider {
+    /// A signal of the values passed to ``callAll(with:)``.
+    public var providedSignal: Signal<Value> { Signal(callbacker: self) }
+}
+
+/// Unregisters one callback of a ``Callbacker``, once.
+private final class CallbackRemoval<Value: Sendable>: Disposable, Sendable {
+    private let callbacker: Locked<Callbacker<Value>?>
+    private let key: Int
+
+    init(callbacker: Callbacker<Value>, key: Int) {
+        self.callbacker = Locked(callbacker)
+        self.key = key
+    }
+
+    func dispose() {
+        let callbacker = self.callbacker.withLock { callbacker in
+            defer { callbacker = nil }
+            return callbacker
+        }
+        callbacker?.removeCallback(forKey: key)
+    }
+}

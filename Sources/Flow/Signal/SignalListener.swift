@@ -1,0 +1,93 @@
+import Synchronization
+
+/// One listener: receives a registration's events and runs the listener's callback on its scheduler.
+///
+/// Events reach it one at a time (every signal is serial), so handing each to the scheduler keeps
+/// their order. The `.initial` is delivered at once, wherever it comes from: `atOnce()` and reading
+/// a current value rely on it. A disposed listener runs nothing more, including events already handed
+/// to its scheduler: disposing on the delivering scheduler means no callback after `dispose()`.
+// @unchecked Sendable: `upstream` is guarded by `lock`; `isActive` is atomic; the rest is immutable.
+final class SignalListener<Value: Sendable>: @unchecked Sendable {
+    typealias Callback = @Sendable (EventType<Value>) -> Void
+
+    private let scheduler: Scheduler
+    private let callback: Callback
+    private let isActive = Atomic<Bool>(true)
+    private let lock = FutureLock()
+    private var upstream: Disposable?
+
+    private init(scheduler: Scheduler, callback: @escaping Callback) {
+        self.scheduler = scheduler
+        self.callback = callback
+    }
+
+    /// Registers a listener on `signal`; the returned handle stops it when disposed or released.
+    static func listen<Kind>(
+        to signal: CoreSignal<Kind, Value>, on scheduler: Scheduler, _ callback: @escaping Callback
+    ) -> Disposable {
+        let listener = SignalListener(scheduler: scheduler, callback: callback)
+        let upstream = signal.register { [listener] eventType in listener.receive(eventType) }
+        let isStillActive = listener.lock.withLock { () -> Bool in
+            guard listener.isActive.load(ordering: .acquiring) else { return false }
+            listener.upstream = upstream
+            return true
+        }
+        if !isStillActive { upstream.dispose() }
+        return ListenerHandle(listener)
+    }
+
+    @inline(__always)
+    private func receive(_ eventType: EventType<Value>) {
+        guard isActive.load(ordering: .acquiring) else { return }
+        if case .initial = eventType {
+            callback(eventType)
+        } else if scheduler.isImmediate {
+            deliver(eventType)
+        } else {
+            scheduler.async { [self] in
+                guard isActive.load(ordering: .acquiring) else { return }
+                deliver(eventType)
+            }
+        }
+    }
+
+    @inline(__always)
+    private func deliver(_ eventType: EventType<Value>) {
+        callback(eventType)
+        if eventType.isEnd { dispose() }
+    }
+
+    func dispose() {
+        guard isActive.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        let upstream = lock.withLock { () -> Disposable? in
+            defer { self.upstream = nil }
+            return self.upstream
+        }
+        upstream?.dispose()
+    }
+}
+
+/// What a listener call returns: disposing it, or letting go of it, stops the listener. Once disposed
+/// it holds nothing, so the listener's closures are released even while the handle is kept.
+private final class ListenerHandle<Value: Sendable>: Disposable, Sendable {
+    private let listener: Locked<SignalListener<Value>?>
+
+    init(_ listener: SignalListener<Value>) { self.listener = Locked(listener) }
+
+    func dispose() {
+        let listener = self.listener.withLock { listener in
+            defer { listener = nil }
+            return listener
+        }
+        listener?.dispose()
+    }
+
+    deinit { dispose() }
+}
+
+extension CoreSignal {
+    /// Registers `callback` to run on `scheduler` (at once for ``Scheduler/none``).
+    func listen(on scheduler: Scheduler, _ callback: @escaping Callback) -> Disposable {
+        SignalListener.listen(to: self, on: scheduler, callback)
+    }
+}
