@@ -90,7 +90,7 @@ extension SignalProvider {
                 }
                 previous?.dispose()
             }
-            let outer = signal.listen(on: scheduler) { eventType in
+            let outer = signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial(nil):
                     gate.send(.initial(nil))

@@ -79,7 +79,7 @@ extension SignalProvider {
         return CoreSignal(setValue: signal.setter, register: { callback in
             let timers = PendingTimers()
             let gate = EventGate(downstream: callback)
-            let upstream = signal.listen(on: scheduler) { eventType in
+            let upstream = signal.observe(on: scheduler) { eventType in
                 guard case .event(.value(let value)) = eventType, let seconds = delay(value) else {
                     gate.send(eventType)
                     return

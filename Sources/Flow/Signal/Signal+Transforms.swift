@@ -44,7 +44,7 @@ extension SignalProvider {
     ) -> CoreSignal<Kind.DropReadWrite, Output> {
         let signal = providedSignal
         return CoreSignal(register: { callback in
-            signal.listen(on: scheduler) { eventType in
+            signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial:
                     callback(.initial(nil))
@@ -71,7 +71,7 @@ extension SignalProvider {
     ) -> CoreSignal<Kind.DropWrite, Output> {
         let signal = providedSignal
         return CoreSignal(register: { callback in
-            signal.listen(on: scheduler) { eventType in
+            signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial(nil): callback(.initial(nil))
                 case .initial(let value?): callback(.initial(scheduler.sync { transform(value) }))
@@ -95,7 +95,7 @@ extension SignalProvider {
     ) -> FiniteSignal<Output> {
         let signal = providedSignal
         return FiniteSignal(register: { callback in
-            signal.listen(on: scheduler) { eventType in
+            signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial:
                     callback(.initial(nil))
@@ -139,7 +139,7 @@ extension SignalProvider {
     ) -> CoreSignal<Kind, Value> {
         let signal = providedSignal
         return CoreSignal(setValue: signal.setter, register: { downstream in
-            signal.listen(on: scheduler) { eventType in
+            signal.observe(on: scheduler) { eventType in
                 if case .event(.value(let value)) = eventType { callback(value) }
                 downstream(eventType)
             }
@@ -203,7 +203,7 @@ extension SignalProvider {
         let signal = providedSignal
         return CoreSignal(register: { callback in
             let accumulated = Locked(initial)
-            return signal.listen(on: scheduler) { eventType in
+            return signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial(nil):
                     callback(.initial(initial))
@@ -335,7 +335,7 @@ extension SignalProvider {
         let signal = providedSignal
         return CoreSignal(register: { callback in
             let isPassing = Locked(false)
-            return signal.listen(on: scheduler) { eventType in
+            return signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial:
                     callback(.initial(nil))
@@ -406,7 +406,7 @@ extension SignalProvider {
         }
         return CoreSignal(setValue: setValue, register: { callback in
             let previous = Locked<Value?>(nil)
-            return signal.listen(on: scheduler) { eventType in
+            return signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial(let value):
                     previous.withLock { $0 = value }
@@ -475,7 +475,7 @@ extension SignalProvider where Kind == Finite {
     ) -> FiniteSignal<Value> {
         let signal = providedSignal
         return FiniteSignal(setValue: signal.setter, register: { downstream in
-            signal.listen(on: scheduler) { eventType in
+            signal.observe(on: scheduler) { eventType in
                 if case .event(let event) = eventType { callback(event) }
                 downstream(eventType)
             }

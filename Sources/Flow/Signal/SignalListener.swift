@@ -90,4 +90,12 @@ extension CoreSignal {
     func listen(on scheduler: Scheduler, _ callback: @escaping Callback) -> Disposable {
         SignalListener.listen(to: self, on: scheduler, callback)
     }
+
+    /// Registers a transform's `callback` to run on `scheduler`: as ``listen(on:_:)``, but directly
+    /// on the registration for ``Scheduler/none``, where there is nothing to hop (the outermost
+    /// listener owns the registration's lifetime).
+    func observe(on scheduler: Scheduler, _ callback: @escaping Callback) -> Disposable {
+        if scheduler === Scheduler.none { return register(callback) }
+        return SignalListener.listen(to: self, on: scheduler, callback)
+    }
 }
