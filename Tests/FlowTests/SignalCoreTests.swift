@@ -7,7 +7,7 @@ import Testing
 struct SignalCoreTests {
     @Test("a Callbacker-backed signal gives every value to each listener, in order")
     func valuesReachEveryListenerInOrder() {
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Int>()
             let signal = Signal(callbacker: callbacker)
             let first = Recorder<Int>()
@@ -45,7 +45,7 @@ struct SignalCoreTests {
 
     @Test("a value sent from a callback of the same signal is delivered after that callback returns, not inside it")
     func sendingFromACallbackDoesNotRecurse() {
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Int>()
             let depth = Mutex((current: 0, deepest: 0))
             let last = Mutex(0)
@@ -64,7 +64,7 @@ struct SignalCoreTests {
 
     @Test("Flow's exclusivity example: start(with:) then values and an end sent from the callback give [1, 2]")
     func exclusivityKeepsEventsInOrder() {
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Event<Int>>()
             let result = Recorder<Int>()
             let disposable = FiniteSignal(callbacker: callbacker).start(with: 1).onValue { value in
@@ -79,7 +79,7 @@ struct SignalCoreTests {
 
     @Test("writing a ReadWriteSignal from its own callback: the value changes at once, the new value follows the running callback")
     func reentrantWriteIsDeliveredAfterTheCallback() {
-        onSignalLoop {
+        onTestScheduler {
             let signal = ReadWriteSignal(1)
             let result = Mutex(0)
             let disposable = signal.distinct().atOnce().onValue { value in
@@ -95,7 +95,7 @@ struct SignalCoreTests {
     @Test("1,000,000 values through 10 transforms: the stack does not grow and nothing is left alive")
     func millionValuesThroughTenTransforms() {
         let live = LiveObjects()
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Int>()
             var signal = Signal(callbacker: callbacker).map { $0 + 1 }
             for _ in 0..<9 {
@@ -128,7 +128,7 @@ struct SignalCoreTests {
     @Test("disposing stops delivery at once, runs the producer's clean-up when the last listener goes, and releases every closure")
     func disposalStopsAndReleases() {
         let live = LiveObjects()
-        onSignalLoop {
+        onTestScheduler {
             let starts = Mutex(0)
             let cleanUps = Mutex(0)
             let producerCallback = Mutex<(@Sendable (Int) -> Void)?>(nil)
@@ -165,7 +165,7 @@ struct SignalCoreTests {
 
     @Test("disposing a listener from inside its own callback stops the values queued behind it")
     func disposingInsideTheCallback() {
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Int>()
             let received = Recorder<Int>()
             let holder = Mutex<Disposable?>(nil)
@@ -183,7 +183,7 @@ struct SignalCoreTests {
 
     @Test("letting go of the disposable a listener call returned stops listening")
     func releasingTheDisposableStops() {
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Int>()
             let received = Recorder<Int>()
             do {
@@ -199,7 +199,7 @@ struct SignalCoreTests {
 
     @Test("a finite signal ends once and delivers nothing after its end")
     func finiteSignalEndsOnce() {
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Event<Int>>()
             let events = Recorder<String>()
             let ends = Mutex(0)
@@ -220,7 +220,7 @@ struct SignalCoreTests {
 
     @Test("take(first: 2) ends after two values and stops listening upstream")
     func takeFirstTwoEndsAfterTwo() {
-        onSignalLoop {
+        onTestScheduler {
             let callbacker = Callbacker<Int>()
             let events = Recorder<String>()
             let disposable = Signal(callbacker: callbacker).take(first: 2).onEvent { events.append(describe($0)) }
@@ -233,7 +233,7 @@ struct SignalCoreTests {
 
     @Test("a finite signal's producer runs again for a listener that starts after the end; a sequence's signal replays")
     func listeningAfterTheEnd() {
-        onSignalLoop {
+        onTestScheduler {
             let signal = [1, 2, 3].signal()
             let first = Recorder<String>()
             let second = Recorder<String>()
@@ -247,7 +247,7 @@ struct SignalCoreTests {
 
     @Test("kinds follow Flow's rules: map keeps a current value, filter drops it, readOnly and plain drop access")
     func kindRules() {
-        onSignalLoop {
+        onTestScheduler {
             let count = ReadWriteSignal(2)
             let doubled: ReadSignal<Int> = count.map { $0 * 2 }
             let even: Signal<Int> = count.filter { $0.isMultiple(of: 2) }

@@ -1,3 +1,4 @@
+import Dispatch
 import Flow
 import Synchronization
 import Testing
@@ -40,9 +41,23 @@ final class Tracked: Sendable {
 /// program: listeners registered there get their values at once when sent there.
 let signalTestLoop = EventLoop.startOnNewThread(name: "signal.tests")
 
-/// Runs `body` on ``signalTestLoop`` and returns its result.
-func onSignalLoop<T>(_ body: () -> T) -> T {
-    signalTestLoop.scheduler.sync(execute: body)
+/// A scheduler whose `sync` runs work on the calling thread, in its context, and whose `async` runs
+/// work on a serial queue: a test body run with ``onTestScheduler(_:)`` is executing on it, so that
+/// listeners registered there (with the default `.current`) get values sent there at once, and
+/// Swift Testing still sees the body as the test's own code.
+let testScheduler = Scheduler(
+    identifyingObject: TestSchedulerIdentity.shared,
+    async: { work in TestSchedulerIdentity.queue.async { work() } },
+    sync: { work in work() })
+
+private final class TestSchedulerIdentity: Sendable {
+    static let shared = TestSchedulerIdentity()
+    static let queue = DispatchQueue(label: "signal.tests.scheduler")
+}
+
+/// Runs `body` as work of ``testScheduler``, on the calling thread, and returns its result.
+func onTestScheduler<T>(_ body: () -> T) -> T {
+    testScheduler.sync(execute: body)
 }
 
 /// Reads how many values an event carries, for the compact event logs of the tests.
