@@ -51,6 +51,10 @@ final class SharedRegistrations<Kind: SignalKind, Value: Sendable>: @unchecked S
                 return nil
             }
             stale?.dispose()
+        } else if Kind.isReadable && last == nil {
+            // The shared registration has not seen a current value yet (it is starting on another
+            // thread): this listener registers on its own, which gives it one.
+            return register(callback)
         } else {
             // The late listener's `.initial` first, then it joins the broadcast.
             callback(.initial(Kind.isReadable ? last : nil))
