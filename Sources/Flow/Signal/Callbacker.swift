@@ -10,20 +10,27 @@
 /// let isEnabled = Signal(callbacker: callbacker) // the same values, as a signal
 /// ```
 public final class Callbacker<Value: Sendable>: Sendable {
+    @usableFromInline
     typealias Callback = @Sendable (Value) -> Void
 
     /// One callback is most of the traffic: it is kept without an array.
-    enum Callbacks {
+    @usableFromInline
+    enum Callbacks: Sendable {
         case none
         case single(key: Int, callback: Callback)
         case multiple(ContiguousArray<(key: Int, callback: Callback)>)
     }
 
-    struct State {
-        var callbacks = Callbacks.none
-        var nextKey = 0
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var callbacks = Callbacks.none
+        @usableFromInline var nextKey = 0
+
+        @inlinable
+        init() {}
     }
 
+    @usableFromInline
     let state = Locked(State())
 
     /// Creates a callbacker with no callbacks.
@@ -43,7 +50,7 @@ public final class Callbacker<Value: Sendable>: Sendable {
     /// Registers `callback` to be called by every later ``callAll(with:)``.
     ///
     /// - Returns: a disposable that unregisters the callback (and lets go of it).
-    @preconcurrency
+    @preconcurrency @inlinable
     public func addCallback(_ callback: @escaping @Sendable (Value) -> Void) -> Disposable {
         let key = state.withLock { state -> Int in
             let key = state.nextKey
@@ -64,6 +71,7 @@ public final class Callbacker<Value: Sendable>: Sendable {
     }
 
     /// Calls every registered callback with `value`, in the order they were added.
+    @inlinable
     public func callAll(with value: Value) {
         let callbacks = state.withLock { $0.callbacks }
         switch callbacks {
@@ -81,11 +89,13 @@ public final class Callbacker<Value: Sendable>: Sendable {
     /// ```swift
     /// callbacker.callAll(true)
     /// ```
+    @inlinable
     public func callAll(_ value: Value) {
         callAll(with: value)
     }
 
-    fileprivate func removeCallback(forKey key: Int) {
+    @usableFromInline
+    func removeCallback(forKey key: Int) {
         let released = state.withLock { state -> Callbacks in
             let previous = state.callbacks
             switch state.callbacks {
@@ -106,6 +116,7 @@ public final class Callbacker<Value: Sendable>: Sendable {
 
 extension Callbacker where Value == Void {
     /// Calls every registered callback.
+    @inlinable
     public func callAll() {
         callAll(with: ())
     }
@@ -117,15 +128,18 @@ extension Callbacker: SignalProvider {
 }
 
 /// Unregisters one callback of a ``Callbacker``, once.
-private final class CallbackRemoval<Value: Sendable>: Disposable, Sendable {
-    private let callbacker: Locked<Callbacker<Value>?>
-    private let key: Int
+@usableFromInline
+final class CallbackRemoval<Value: Sendable>: Disposable, Sendable {
+    @usableFromInline let callbacker: Locked<Callbacker<Value>?>
+    @usableFromInline let key: Int
 
+    @inlinable
     init(callbacker: Callbacker<Value>, key: Int) {
         self.callbacker = Locked(callbacker)
         self.key = key
     }
 
+    @usableFromInline
     func dispose() {
         let callbacker = self.callbacker.withLock { callbacker in
             defer { callbacker = nil }

@@ -20,15 +20,19 @@
 /// - no lock is held while your code runs.
 public final class CoreSignal<Kind: SignalKind, Value: Sendable>: Sendable {
     /// A registration callback: receives the `.initial`, then the events.
+    @usableFromInline
     typealias Callback = @Sendable (EventType<Value>) -> Void
 
     /// Registers a callback and returns what unregisters it. Every implementation calls the callback
     /// serially, `.initial` first, nothing after `.end`.
+    @usableFromInline
     let register: @Sendable (@escaping Callback) -> Disposable
 
     /// Sets the current value, for ``ReadWrite`` signals.
+    @usableFromInline
     let setter: (@Sendable (Value) -> Void)?
 
+    @usableFromInline
     init(
         setValue: (@Sendable (Value) -> Void)? = nil,
         register: @escaping @Sendable (@escaping Callback) -> Disposable

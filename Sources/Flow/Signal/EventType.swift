@@ -42,6 +42,7 @@ extension EventType {
         }
     }
 
+    @inlinable
     var isEnd: Bool {
         if case .event(.end) = self { return true }
         return false

@@ -4,7 +4,9 @@
 ///
 /// Used by ``SignalOptions/shared`` and ``SignalProvider/shared()``.
 // @unchecked Sendable: `state` is a `Locked`; `register` is an immutable Sendable closure.
+@usableFromInline
 final class SharedRegistrations<Kind: SignalKind, Value: Sendable>: @unchecked Sendable {
+    @usableFromInline
     typealias Callback = @Sendable (EventType<Value>) -> Void
 
     private struct Listener {
@@ -27,10 +29,12 @@ final class SharedRegistrations<Kind: SignalKind, Value: Sendable>: @unchecked S
     private let state = Locked(State())
     private let register: @Sendable (@escaping Callback) -> Disposable
 
+    @usableFromInline
     init(register: @escaping @Sendable (@escaping Callback) -> Disposable) {
         self.register = register
     }
 
+    @usableFromInline
     func add(_ callback: @escaping Callback) -> Disposable {
         let (key, isStarter, generation, last) = state.withLock { state -> (Int, Bool, Int, Value?) in
             let key = state.nextKey

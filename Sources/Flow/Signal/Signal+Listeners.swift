@@ -3,7 +3,7 @@ extension SignalProvider {
     ///
     /// - Returns: a disposable that stops listening; keep it (a ``DisposeBag`` is the usual place),
     ///   since letting go of it stops listening too.
-    @preconcurrency
+    @preconcurrency @inlinable
     public func onEventType(
         on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (EventType<Value>) -> Void
     ) -> Disposable {
@@ -18,7 +18,7 @@ extension SignalProvider {
     ///
     /// - Returns: a disposable that stops listening; keep it (a ``DisposeBag`` is the usual place),
     ///   since letting go of it stops listening too.
-    @preconcurrency
+    @preconcurrency @inlinable
     public func onValue(on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Value) -> Void) -> Disposable {
         providedSignal.listen(on: scheduler) { eventType in
             if case .event(.value(let value)) = eventType { callback(value) }
@@ -101,7 +101,7 @@ extension SignalProvider where Kind == Finite {
     /// Runs `callback` on `scheduler` with each event: values, then the end.
     ///
     /// - Returns: a disposable that stops listening; keep it, since letting go of it stops listening too.
-    @preconcurrency
+    @preconcurrency @inlinable
     public func onEvent(on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Event<Value>) -> Void) -> Disposable {
         providedSignal.listen(on: scheduler) { eventType in
             if case .event(let event) = eventType { callback(event) }

@@ -38,7 +38,7 @@ extension SignalProvider {
     ///   compactMap { $0.isMultiple(of: 2) ? $0 * 2 : nil }
     /// ----------4---------8-----|
     /// ```
-    @preconcurrency
+    @preconcurrency @inlinable
     public func compactMap<Output>(
         on scheduler: Scheduler = .current, _ transform: @escaping @Sendable (Value) -> Output?
     ) -> CoreSignal<Kind.DropReadWrite, Output> {
@@ -65,7 +65,7 @@ extension SignalProvider {
     ///     map { $0 * 2 }
     /// 2)---4----6----8----|
     /// ```
-    @preconcurrency
+    @preconcurrency @inlinable
     public func map<Output>(
         on scheduler: Scheduler = .current, _ transform: @escaping @Sendable (Value) -> Output
     ) -> CoreSignal<Kind.DropWrite, Output> {
@@ -125,7 +125,7 @@ extension SignalProvider {
     ///    filter { $0.isOdd }
     /// -----1---------3---|
     /// ```
-    @preconcurrency
+    @preconcurrency @inlinable
     public func filter(
         on scheduler: Scheduler = .current, predicate: @escaping @Sendable (Value) -> Bool
     ) -> CoreSignal<Kind.DropReadWrite, Value> {

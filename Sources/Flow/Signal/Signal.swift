@@ -18,7 +18,7 @@ extension CoreSignal where Kind == Plain {
     /// - Parameters:
     ///   - options: `.shared` (the default) lets overlapping listeners share one run of `onValue`.
     ///   - onValue: starts producing values into the callback it gets; returns the clean-up.
-    @preconcurrency
+    @preconcurrency @inlinable
     public convenience init(
         options: SignalOptions = .default,
         onValue: @escaping @Sendable (@escaping @Sendable (Value) -> Void) -> Disposable
@@ -35,6 +35,7 @@ extension CoreSignal where Kind == Plain {
     /// let signal = Signal(callbacker: callbacker)
     /// callbacker.callAll(with: 1)   // every listener of `signal` gets 1
     /// ```
+    @inlinable
     public convenience init(callbacker: Callbacker<Value>) {
         self.init(options: [], producer: { callback in
             callbacker.addCallback { callback(.value($0)) }

@@ -23,6 +23,7 @@ extension CoreSignal {
     /// A signal over a producer: each registration (or, with `.shared`, each run shared by
     /// overlapping registrations) calls `producer` with a callback for events, and gets the
     /// serialisation, the `.initial` first and the end handling of ``ProducerRegistration``.
+    @inlinable
     convenience init(
         getValue: (@Sendable () -> Value)? = nil,
         setValue: (@Sendable (Value) -> Void)? = nil,
