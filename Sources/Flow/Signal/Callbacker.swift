@@ -128,22 +128,24 @@ extension Callbacker: SignalProvider {
 }
 
 /// Unregisters one callback of a ``Callbacker``, once.
+// @unchecked Sendable: `callbacker` is read and cleared under `lock`.
 @usableFromInline
-final class CallbackRemoval<Value: Sendable>: Disposable, Sendable {
-    @usableFromInline let callbacker: Locked<Callbacker<Value>?>
+final class CallbackRemoval<Value: Sendable>: Disposable, @unchecked Sendable {
+    @usableFromInline let lock = FutureLock()
+    @usableFromInline @exclusivity(unchecked) var callbacker: Callbacker<Value>?
     @usableFromInline let key: Int
 
     @inlinable
     init(callbacker: Callbacker<Value>, key: Int) {
-        self.callbacker = Locked(callbacker)
+        self.callbacker = callbacker
         self.key = key
     }
 
     @usableFromInline
     func dispose() {
-        let callbacker = self.callbacker.withLock { callbacker in
-            defer { callbacker = nil }
-            return callbacker
+        let callbacker = lock.withLock { () -> Callbacker<Value>? in
+            defer { self.callbacker = nil }
+            return self.callbacker
         }
         callbacker?.removeCallback(forKey: key)
     }

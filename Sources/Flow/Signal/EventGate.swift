@@ -18,7 +18,7 @@ import Glibc
 // is immutable. The lock also makes the accesses exclusive, hence `@exclusivity(unchecked)`: the
 // dynamic check cost a third of the delivery time in P12.
 @usableFromInline
-final class EventGate<Value: Sendable>: @unchecked Sendable {
+final class EventGate<Value: Sendable>: Disposable, @unchecked Sendable {
     @usableFromInline
     typealias Callback = @Sendable (EventType<Value>) -> Void
 
@@ -30,19 +30,47 @@ final class EventGate<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var isDelivering = false
     @usableFromInline @exclusivity(unchecked) var pending: [EventType<Value>] = []
     @usableFromInline @exclusivity(unchecked) var pendingHead = 0
-    /// The thread running the owner's clean-up, while it runs: an event it sends is a misuse.
+    /// The thread running the producer's clean-up, while it runs: an event it sends is a misuse.
     @usableFromInline @exclusivity(unchecked) var cleanUpThread: pthread_t?
-    /// Run once `.end` has been delivered.
-    @usableFromInline let onEnd: (@Sendable () -> Void)?
+    /// The clean-up of the producer feeding this gate, if any: run on dispose or after the end.
+    @usableFromInline @exclusivity(unchecked) var producerDisposable: Disposable?
+    @usableFromInline @exclusivity(unchecked) var isDisposed = false
 
     @inlinable
-    init(
-        getValue: (@Sendable () -> Value)? = nil, onEnd: (@Sendable () -> Void)? = nil,
-        downstream: @escaping Callback
-    ) {
+    init(getValue: (@Sendable () -> Value)? = nil, downstream: @escaping Callback) {
         self.getValue = getValue
-        self.onEnd = onEnd
         self.downstream = downstream
+    }
+
+    /// Starts `producer` for one registration (`Signal { callback in ... }` and its kin): its events
+    /// go through a new gate, whose disposal (or the end) runs the producer's clean-up.
+    ///
+    /// - Returns: the gate, as what disposes of the registration.
+    @inlinable
+    static func start(
+        getValue: (@Sendable () -> Value)?,
+        producer: @Sendable (@escaping @Sendable (Event<Value>) -> Void) -> Disposable,
+        downstream: @escaping Callback
+    ) -> Disposable {
+        let gate = EventGate(getValue: getValue, downstream: downstream)
+        gate.attach(producer { [gate] event in gate.send(.event(event)) })
+        return gate
+    }
+
+    /// Keeps the producer's clean-up, or runs it at once if the registration already ended; then
+    /// delivers the `.initial` if the producer did not signal while starting.
+    @usableFromInline
+    func attach(_ disposable: Disposable) {
+        let isAlreadyDisposed = lock.withLock { () -> Bool in
+            if isDisposed { return true }
+            producerDisposable = disposable
+            return false
+        }
+        if isAlreadyDisposed {
+            disposable.dispose()
+        } else {
+            sendInitialIfNeeded()
+        }
     }
 
     /// Delivers `event` now, or queues it behind the event being delivered.
@@ -122,10 +150,7 @@ final class EventGate<Value: Sendable>: @unchecked Sendable {
             let event = next.unsafelyUnwrapped
             next = nil
             downstream(event)
-            if event.isEnd {
-                close()
-                onEnd?()
-            }
+            if event.isEnd { dispose() }
         }
     }
 
@@ -160,73 +185,23 @@ final class EventGate<Value: Sendable>: @unchecked Sendable {
         _ = released
     }
 
-    /// Runs `cleanUp` (the producer's disposable) after closing, noting the thread so that an event
-    /// the clean-up sends back gets a clear message instead of vanishing.
-    @usableFromInline
-    func closeRunning(cleanUp: Disposable?) {
-        close()
-        guard let cleanUp else { return }
-        lock.withLock { cleanUpThread = pthread_self() }
-        cleanUp.dispose()
-        lock.withLock { cleanUpThread = nil }
-    }
-}
-
-/// One listener registration on a producer (`Signal { callback in ... }` and its kin): the producer
-/// runs for it, its events go through an ``EventGate``, and its clean-up runs on dispose or end.
-// @unchecked Sendable: `producerDisposable` and `isDisposed` are guarded by `lock`; `gate` is set
-// before the registration is shared.
-@usableFromInline
-final class ProducerRegistration<Value: Sendable>: Disposable, @unchecked Sendable {
-    @usableFromInline let lock = FutureLock()
-    @usableFromInline var gate: EventGate<Value>?
-    @usableFromInline var producerDisposable: Disposable?
-    @usableFromInline var isDisposed = false
-
-    @inlinable
-    init() {}
-
-    /// Starts the producer for one registration: returns what disposes of it.
-    @inlinable
-    static func start(
-        getValue: (@Sendable () -> Value)?,
-        producer: @Sendable (@escaping @Sendable (Event<Value>) -> Void) -> Disposable,
-        downstream: @escaping EventGate<Value>.Callback
-    ) -> Disposable {
-        let registration = ProducerRegistration()
-        let gate = EventGate(getValue: getValue, onEnd: { [weak registration] in registration?.dispose() }, downstream: downstream)
-        registration.gate = gate
-        let disposable = producer { event in gate.send(.event(event)) }
-        if registration.attach(disposable) {
-            gate.sendInitialIfNeeded()
-        }
-        return registration
-    }
-
-    /// Keeps the producer's disposable, or disposes it at once if the registration already ended.
-    ///
-    /// - Returns: whether the registration is still live.
-    @usableFromInline
-    func attach(_ disposable: Disposable) -> Bool {
-        let isAlreadyDisposed = lock.withLock { () -> Bool in
-            if isDisposed { return true }
-            producerDisposable = disposable
-            return false
-        }
-        if isAlreadyDisposed { disposable.dispose() }
-        return !isAlreadyDisposed
-    }
-
+    /// Stops delivering, lets go of the callback and runs the producer's clean-up, once; the thread
+    /// is noted meanwhile, so that an event the clean-up sends back gets a clear message instead of
+    /// vanishing.
     @usableFromInline
     func dispose() {
-        let disposable = lock.withLock { () -> Disposable?? in
+        let cleanUp = lock.withLock { () -> Disposable?? in
             if isDisposed { return .none }
             isDisposed = true
             let taken = producerDisposable
             producerDisposable = nil
+            if taken != nil { cleanUpThread = pthread_self() }
             return .some(taken)
         }
-        guard case .some(let cleanUp) = disposable else { return }
-        gate?.closeRunning(cleanUp: cleanUp)
+        guard case .some(let producerCleanUp) = cleanUp else { return }
+        close()
+        guard let producerCleanUp else { return }
+        producerCleanUp.dispose()
+        lock.withLock { cleanUpThread = nil }
     }
 }

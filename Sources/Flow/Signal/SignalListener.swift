@@ -18,7 +18,7 @@ final class SignalListener<Value: Sendable>: @unchecked Sendable {
     @usableFromInline let callback: Callback
     @usableFromInline let isActive = Atomic<Bool>(true)
     @usableFromInline let lock = FutureLock()
-    @usableFromInline var upstream: Disposable?
+    @usableFromInline @exclusivity(unchecked) var upstream: Disposable?
 
     @inlinable
     init(scheduler: Scheduler, callback: @escaping Callback) {
@@ -82,18 +82,20 @@ final class SignalListener<Value: Sendable>: @unchecked Sendable {
 
 /// What a listener call returns: disposing it, or letting go of it, stops the listener. Once disposed
 /// it holds nothing, so the listener's closures are released even while the handle is kept.
+// @unchecked Sendable: `listener` is read and cleared under `lock`.
 @usableFromInline
-final class ListenerHandle<Value: Sendable>: Disposable, Sendable {
-    @usableFromInline let listener: Locked<SignalListener<Value>?>
+final class ListenerHandle<Value: Sendable>: Disposable, @unchecked Sendable {
+    @usableFromInline let lock = FutureLock()
+    @usableFromInline @exclusivity(unchecked) var listener: SignalListener<Value>?
 
     @inlinable
-    init(_ listener: SignalListener<Value>) { self.listener = Locked(listener) }
+    init(_ listener: SignalListener<Value>) { self.listener = listener }
 
     @usableFromInline
     func dispose() {
-        let listener = self.listener.withLock { listener in
-            defer { listener = nil }
-            return listener
+        let listener = lock.withLock { () -> SignalListener<Value>? in
+            defer { self.listener = nil }
+            return self.listener
         }
         listener?.dispose()
     }

@@ -22,7 +22,7 @@ public struct SignalOptions: OptionSet, Sendable {
 extension CoreSignal {
     /// A signal over a producer: each registration (or, with `.shared`, each run shared by
     /// overlapping registrations) calls `producer` with a callback for events, and gets the
-    /// serialisation, the `.initial` first and the end handling of ``ProducerRegistration``.
+    /// serialisation, the `.initial` first and the end handling of ``EventGate``.
     @inlinable
     convenience init(
         getValue: (@Sendable () -> Value)? = nil,
@@ -31,7 +31,7 @@ extension CoreSignal {
         producer: @escaping @Sendable (@escaping @Sendable (Event<Value>) -> Void) -> Disposable
     ) {
         let unshared: @Sendable (@escaping Callback) -> Disposable = { callback in
-            ProducerRegistration.start(getValue: getValue, producer: producer, downstream: callback)
+            EventGate.start(getValue: getValue, producer: producer, downstream: callback)
         }
         if options.contains(.shared) {
             let sharing = SharedRegistrations<Kind, Value>(register: unshared)
