@@ -7,7 +7,8 @@ let package = Package(
         .library(name: "Flow", targets: ["Flow"]),
         .library(name: "FlowTimers", targets: ["FlowTimers"]),
         .library(name: "FlowTesting", targets: ["FlowTesting"]),
-        .library(name: "Deferred", targets: ["Deferred"]),
+        // Deferred's product held two modules, `Deferred` and `Task`: so does this one.
+        .library(name: "Deferred", targets: ["Deferred", "Task"]),
         .library(name: "FlowNet", targets: ["FlowNet"]),
     ],
     dependencies: [
@@ -33,6 +34,8 @@ let package = Package(
         .target(name: "FlowTesting", dependencies: ["Flow"]),
         // Big Nerd Ranch's Deferred API on top of Flow's schedulers.
         .target(name: "Deferred", dependencies: ["Flow"]),
+        // `import Task`, as Deferred code writes it: the task API of `Deferred`, under Deferred's module name.
+        .target(name: "Task", dependencies: ["Deferred"]),
         // TCP on the loop: listen, accept, connect, read, write with back-pressure.
         .target(name: "FlowNet", dependencies: ["Flow", "CLibUV"]),
 
@@ -66,7 +69,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DeferredCompatibilityTests",
-            dependencies: ["Deferred"],
+            dependencies: ["Deferred", "Task", "Flow"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ],
