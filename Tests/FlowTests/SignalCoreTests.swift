@@ -24,6 +24,22 @@ struct SignalCoreTests {
         }
     }
 
+    @Test("a Callbacker with many callbacks removed in any order calls the rest in the order added")
+    func callbackerRemovalKeepsOrder() {
+        let callbacker = Callbacker<Int>()
+        let calls = Recorder<Int>()
+        var removals = (0..<1000).map { index in callbacker.addCallback { _ in calls.append(index) } }
+        for index in stride(from: 999, through: 0, by: -3) { removals[index].dispose() }
+        for index in stride(from: 0, to: 1000, by: 2) { removals[index].dispose() }
+        let remaining = (0..<1000).filter { !$0.isMultiple(of: 2) && (999 - $0) % 3 != 0 }
+        callbacker.callAll(with: 0)
+        #expect(calls.elements == remaining)
+        #expect(!callbacker.isEmpty)
+        for removal in removals { removal.dispose() }
+        removals = []
+        #expect(callbacker.isEmpty)
+    }
+
     @Test("a listener's callback runs on the scheduler it asked for, in order, when values come from elsewhere")
     func listenerRunsOnItsScheduler() {
         let callbacker = Callbacker<Int>()

@@ -13,18 +13,22 @@ public final class Callbacker<Value: Sendable>: Sendable {
     @usableFromInline
     typealias Callback = @Sendable (Value) -> Void
 
-    /// One callback is most of the traffic: it is kept without an array.
+    /// One callback is most of the traffic: it is kept without an array. Several are kept in the
+    /// order added (so by increasing key); a removed one leaves a hole, found by binary search, until
+    /// holes are half the array, which is then compacted: removal stays cheap with many callbacks.
     @usableFromInline
     enum Callbacks: Sendable {
         case none
         case single(key: Int, callback: Callback)
-        case multiple(ContiguousArray<(key: Int, callback: Callback)>)
+        case multiple(ContiguousArray<(key: Int, callback: Callback?)>)
     }
 
     @usableFromInline
     struct State: Sendable {
         @usableFromInline var callbacks = Callbacks.none
         @usableFromInline var nextKey = 0
+        /// The holes in `.multiple`.
+        @usableFromInline var removedCount = 0
 
         @inlinable
         init() {}
@@ -42,7 +46,7 @@ public final class Callbacker<Value: Sendable>: Sendable {
             switch state.callbacks {
             case .none: return true
             case .single: return false
-            case .multiple(let callbacks): return callbacks.isEmpty
+            case .multiple(let callbacks): return callbacks.count == state.removedCount
             }
         }
     }
@@ -80,7 +84,7 @@ public final class Callbacker<Value: Sendable>: Sendable {
         case .single(_, let callback):
             callback(value)
         case .multiple(let callbacks):
-            for entry in callbacks { entry.callback(value) }
+            for entry in callbacks { entry.callback?(value) }
         }
     }
 
@@ -96,21 +100,36 @@ public final class Callbacker<Value: Sendable>: Sendable {
 
     @usableFromInline
     func removeCallback(forKey key: Int) {
-        let released = state.withLock { state -> Callbacks in
-            let previous = state.callbacks
+        let removed = state.withLock { state -> Callback? in
             switch state.callbacks {
-            case .single(let singleKey, _) where singleKey == key:
+            case .single(let singleKey, let callback) where singleKey == key:
                 state.callbacks = .none
+                return callback
             case .none, .single:
-                break
+                return nil
             case .multiple(var callbacks):
-                state.callbacks = .none
-                if let index = callbacks.firstIndex(where: { $0.key == key }) { callbacks.remove(at: index) }
+                state.callbacks = .none  // so that the changes below do not copy the array
+                var low = 0
+                var high = callbacks.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if callbacks[middle].key < key { low = middle + 1 } else { high = middle }
+                }
+                var removed: Callback?
+                if low < callbacks.count, callbacks[low].key == key {
+                    removed = callbacks[low].callback
+                    callbacks[low].callback = nil
+                    if removed != nil { state.removedCount += 1 }
+                }
+                if state.removedCount * 2 > callbacks.count {
+                    callbacks.removeAll { $0.callback == nil }
+                    state.removedCount = 0
+                }
                 state.callbacks = callbacks.isEmpty ? .none : .multiple(callbacks)
+                return removed
             }
-            return previous
         }
-        _ = released  // the removed callback is released here, outside the lock
+        _ = removed  // the removed callback is released here, outside the lock
     }
 }
 
