@@ -47,7 +47,9 @@ extension CoreSignal where Kind == Read {
     /// let readSignal = ReadSignal(capturing: self.count, callbacker: countChanged)
     /// ```
     @preconcurrency
-    public convenience init(capturing value: @autoclosure @escaping @Sendable () -> Value, callbacker: Callbacker<Value>) {
+    public convenience init(
+        capturing value: @autoclosure @escaping @Sendable () -> Value, callbacker: Callbacker<Value>
+    ) {
         self.init(getValue: value, callbacker: callbacker)
     }
 

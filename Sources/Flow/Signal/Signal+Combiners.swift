@@ -60,7 +60,9 @@ final class LatestValues<Value: Sendable>: @unchecked Sendable {
     typealias Register = @Sendable (@escaping @Sendable (EventType<Value>) -> Void) -> Disposable
 
     /// A registration function combining the inputs `registers` into arrays of their latest values.
-    static func combining(_ registers: [Register]) -> @Sendable (@escaping @Sendable (EventType<[Value]>) -> Void) -> Disposable {
+    static func combining(
+        _ registers: [Register]
+    ) -> @Sendable (@escaping @Sendable (EventType<[Value]>) -> Void) -> Disposable {
         { callback in
             let gate = EventGate(downstream: callback)
             let latest = Locked<[Value?]>(Array(repeating: nil, count: registers.count))
@@ -161,7 +163,9 @@ extension SignalProvider where Kind == Plain, Value == Void {
     ///       withLatestFrom()
     /// a)--a------b------c-----c--|
     /// ```
-    public func withLatestFrom<Other: SignalProvider>(_ other: Other) -> ReadSignal<Other.Value> where Other.Kind.DropWrite == Read {
+    public func withLatestFrom<Other: SignalProvider>(
+        _ other: Other
+    ) -> ReadSignal<Other.Value> where Other.Kind.DropWrite == Read {
         readable().withLatestFrom(other).map(on: .none) { $1 }
     }
 

@@ -19,7 +19,9 @@ extension SignalProvider {
     /// - Returns: a disposable that stops listening; keep it (a ``DisposeBag`` is the usual place),
     ///   since letting go of it stops listening too.
     @preconcurrency @inlinable
-    public func onValue(on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Value) -> Void) -> Disposable {
+    public func onValue(
+        on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Value) -> Void
+    ) -> Disposable {
         providedSignal.listen(on: scheduler) { eventType in
             if case .event(.value(let value)) = eventType { callback(value) }
         }
@@ -64,7 +66,9 @@ extension SignalProvider {
 
     /// Runs `setValue` with each value: `onValue` that says it binds.
     @preconcurrency
-    public func bindTo(on scheduler: Scheduler = .current, _ setValue: @escaping @Sendable (Value) -> Void) -> Disposable {
+    public func bindTo(
+        on scheduler: Scheduler = .current, _ setValue: @escaping @Sendable (Value) -> Void
+    ) -> Disposable {
         onValue(on: scheduler, setValue)
     }
 
@@ -102,7 +106,9 @@ extension SignalProvider where Kind == Finite {
     ///
     /// - Returns: a disposable that stops listening; keep it, since letting go of it stops listening too.
     @preconcurrency @inlinable
-    public func onEvent(on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Event<Value>) -> Void) -> Disposable {
+    public func onEvent(
+        on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Event<Value>) -> Void
+    ) -> Disposable {
         providedSignal.listen(on: scheduler) { eventType in
             if case .event(let event) = eventType { callback(event) }
         }
@@ -116,7 +122,9 @@ extension SignalProvider where Kind == Finite {
 
     /// Runs `callback` with the error if the signal ends with one.
     @preconcurrency
-    public func onError(on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Error) -> Void) -> Disposable {
+    public func onError(
+        on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Error) -> Void
+    ) -> Disposable {
         onEvent(on: scheduler) { if let error = $0.error { callback(error) } }
     }
 }

@@ -50,7 +50,9 @@ extension SignalProvider {
     public func delay(on scheduler: Scheduler = .current, by delay: Double? = nil) -> CoreSignal<Kind, Value> {
         let signal = providedSignal
         guard let delay else { return signal }
-        precondition(delay >= 0 && delay.isFinite, "delay(by:): the delay must be a finite number of seconds ≥ 0, not \(delay)")
+        guard delay >= 0, delay.isFinite else {
+            fatalError("delay(by:): the delay must be a finite number of seconds ≥ 0, not \(delay)")
+        }
         return CoreSignal(setValue: signal.setter, register: { callback in
             let timers = PendingTimers()
             let gate = EventGate(downstream: callback)
@@ -84,7 +86,9 @@ extension SignalProvider {
                     gate.send(eventType)
                     return
                 }
-                precondition(seconds >= 0 && seconds.isFinite, "delay(by:): the delay must be a finite number of seconds ≥ 0, not \(seconds)")
+                guard seconds >= 0, seconds.isFinite else {
+                    fatalError("delay(by:): the delay must be a finite number of seconds ≥ 0, not \(seconds)")
+                }
                 timers.schedule(on: scheduler, after: seconds) { gate.send(eventType) }
             }
             return Disposer {
@@ -106,7 +110,9 @@ extension SignalProvider {
     public func debounce(on scheduler: Scheduler = .current, _ delay: Double?) -> CoreSignal<Kind, Value> {
         let signal = providedSignal
         guard let delay else { return signal }
-        precondition(delay >= 0 && delay.isFinite, "debounce: the delay must be a finite number of seconds ≥ 0, not \(delay)")
+        guard delay >= 0, delay.isFinite else {
+            fatalError("debounce: the delay must be a finite number of seconds ≥ 0, not \(delay)")
+        }
         return CoreSignal(setValue: signal.setter, register: { callback in
             let gate = EventGate(downstream: callback)
             let latest = Locked<(timer: Disposable?, generation: Int)>((nil, 0))
@@ -154,7 +160,9 @@ extension SignalProvider {
     public func throttle(on scheduler: Scheduler = .current, _ interval: Double?) -> CoreSignal<Kind, Value> {
         let signal = providedSignal
         guard let interval else { return signal }
-        precondition(interval >= 0 && interval.isFinite, "throttle: the interval must be a finite number of seconds ≥ 0, not \(interval)")
+        guard interval >= 0, interval.isFinite else {
+            fatalError("throttle: the interval must be a finite number of seconds ≥ 0, not \(interval)")
+        }
         return CoreSignal(setValue: signal.setter, register: { callback in
             let gate = EventGate(downstream: callback)
             let timers = PendingTimers()
@@ -209,7 +217,7 @@ extension CoreSignal where Kind == Plain, Value == Void {
     ///   - interval: the time between ticks, in seconds. Infinity: no ticks.
     ///   - delay: the time before the first tick; `interval` if `nil`.
     public convenience init(on scheduler: Scheduler = .current, every interval: Double, delay: Double? = nil) {
-        precondition(interval >= 0, "Signal(every:): the interval must not be negative, not \(interval)")
+        guard interval >= 0 else { fatalError("Signal(every:): the interval must not be negative, not \(interval)") }
         self.init(options: [], producer: { callback in
             guard interval.isFinite else { return NilDisposer() }
             let timers = PendingTimers()

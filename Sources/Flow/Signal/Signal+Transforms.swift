@@ -293,7 +293,7 @@ extension SignalProvider {
     /// 0)---1----2|
     /// ```
     public func take(first count: Int) -> FiniteSignal<Value> {
-        precondition(count >= 0, "take(first:): the count must not be negative, not \(count)")
+        guard count >= 0 else { fatalError("take(first:): the count must not be negative, not \(count)") }
         let signal = providedSignal
         return FiniteSignal(setValue: signal.setter, register: { callback in
             let taken = Locked(0)
@@ -484,7 +484,9 @@ extension SignalProvider where Kind == Finite {
 
     /// Runs `callback` when the signal ends, as the end passes.
     @preconcurrency
-    public func atEnd(on scheduler: Scheduler = .current, _ callback: @escaping @Sendable () -> Void) -> FiniteSignal<Value> {
+    public func atEnd(
+        on scheduler: Scheduler = .current, _ callback: @escaping @Sendable () -> Void
+    ) -> FiniteSignal<Value> {
         atEvent(on: scheduler) { if $0.isEnd { callback() } }
     }
 
