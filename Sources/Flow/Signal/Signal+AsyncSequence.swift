@@ -22,6 +22,7 @@ extension SignalProvider {
 
 /// A signal's values as an `AsyncSequence`: see ``SignalProvider/values``.
 public struct SignalValues<Value: Sendable>: AsyncSequence, Sendable {
+    /// The signal's values.
     public typealias Element = Value
 
     let listen: @Sendable (@escaping @Sendable (EventType<Value>) -> Void) -> Disposable
@@ -52,7 +53,7 @@ public struct SignalValues<Value: Sendable>: AsyncSequence, Sendable {
     }
 
     /// Stops listening when the iterator holding it goes away (a `break` out of the loop).
-    public final class ListeningToken: Sendable {
+    final class ListeningToken: Sendable {
         private let listener: Disposable
 
         init(_ listener: Disposable) { self.listener = listener }

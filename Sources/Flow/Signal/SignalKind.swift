@@ -25,28 +25,40 @@ extension SignalKind {
 
 /// The kind of a signal without a current value or an end: ``Signal``.
 public enum Plain: SignalKind {
+    /// Without write access: Plain.
     public typealias DropWrite = Plain
+    /// Without read or write access: Plain.
     public typealias DropReadWrite = Plain
+    /// Once it may have a current value: Read.
     public typealias PotentiallyRead = Read
 }
 
 /// The kind of a signal with a read-only current value: ``ReadSignal``.
 public enum Read: SignalKind {
+    /// Without write access: Read.
     public typealias DropWrite = Read
+    /// Without read or write access: Plain.
     public typealias DropReadWrite = Plain
+    /// Once it may have a current value: Read.
     public typealias PotentiallyRead = Read
 }
 
 /// The kind of a signal with a current value that can be set: ``ReadWriteSignal``.
 public enum ReadWrite: SignalKind {
+    /// Without write access: Read.
     public typealias DropWrite = Read
+    /// Without read or write access: Plain.
     public typealias DropReadWrite = Plain
+    /// Once it may have a current value: Read.
     public typealias PotentiallyRead = Read
 }
 
 /// The kind of a signal that can end: ``FiniteSignal``.
 public enum Finite: SignalKind {
+    /// Without write access: Finite.
     public typealias DropWrite = Finite
+    /// Without read or write access: Finite.
     public typealias DropReadWrite = Finite
+    /// Once it may have a current value: Finite.
     public typealias PotentiallyRead = Finite
 }
