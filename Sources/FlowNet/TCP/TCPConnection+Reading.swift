@@ -34,7 +34,7 @@ extension TCPConnection {
         loop.assertInLoopContext("TCPConnection.onRead")
         switch readMode {
         case .futures:
-            preconditionFailure("TCPConnection.onRead: the connection is already read with read() or chunks")
+            misuseFailure("TCPConnection.onRead: the connection is already read with read() or chunks")
         case .closed:
             return
         case .none, .handler:
@@ -84,7 +84,7 @@ extension TCPConnection {
         onLoop { [self] in
             switch readMode {
             case .handler:
-                preconditionFailure("TCPConnection.read(): the connection is already read with onRead(_:)")
+                misuseFailure("TCPConnection.read(): the connection is already read with onRead(_:)")
             case .closed:
                 pending.fail(EventLoopError.cancelledByClose)
                 return

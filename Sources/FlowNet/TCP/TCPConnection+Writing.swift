@@ -58,7 +58,7 @@ extension TCPConnection {
             if let completion { reportLater(completion, .cancelledByClose) }
             return
         }
-        precondition(bytes.count <= Int(UInt32.max), "TCPConnection.send: a single write is limited to 4 GiB")
+        misusePrecondition(bytes.count <= Int(UInt32.max), "TCPConnection.send: a single write is limited to 4 GiB")
         let write = spareWriteRequests.popLast() ?? WriteRequest()
         write.bytes = bytes
         write.completion = completion
