@@ -57,7 +57,7 @@ public final class CoreSignal<Kind: SignalKind, Value: Sendable>: Sendable {
     /// The current value of a readable signal, with a clear message if its producer gave none.
     func requiredCurrentValue() -> Value {
         guard let value = currentValue() else {
-            fatalError("ReadSignal.value: the signal's producer gave no current value (its getValue returned none)")
+            misuseFailure("ReadSignal.value: the signal's producer gave no current value (its getValue returned none)")
         }
         return value
     }

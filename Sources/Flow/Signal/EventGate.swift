@@ -168,7 +168,7 @@ final class EventGate<Value: Sendable>: Disposable, @unchecked Sendable {
         guard case .event(.value) = event else { return }
         let isInside = lock.withLock { cleanUpThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
         if isInside {
-            fatalError(
+            misuseFailure(
                 "Signal: a value was sent from inside the signal's own clean-up (the Disposable its producer "
                     + "returned); no listener is left to receive it. Stop sending before returning the Disposable.")
         }

@@ -60,7 +60,7 @@ extension CoreSignal where Kind == ReadWrite {
 
     func setValueChecked(_ newValue: Value) {
         guard let setter else {
-            fatalError("ReadWriteSignal.value: this signal has no setter")
+            misuseFailure("ReadWriteSignal.value: this signal has no setter")
         }
         setter(newValue)
     }

@@ -53,7 +53,7 @@ extension SignalProvider {
         // Writing goes to the inner signal of the current value.
         let setValue: @Sendable (Output) -> Void = { value in
             guard let current = signal.currentValue(), let setter = transform(current).setter else {
-                fatalError("flatMapLatest: the value was set, but the inner signal has no setter")
+                misuseFailure("flatMapLatest: the value was set, but the inner signal has no setter")
             }
             setter(value)
         }

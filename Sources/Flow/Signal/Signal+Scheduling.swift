@@ -51,7 +51,7 @@ extension SignalProvider {
         let signal = providedSignal
         guard let delay else { return signal }
         guard delay >= 0, delay.isFinite else {
-            fatalError("delay(by:): the delay must be a finite number of seconds ≥ 0, not \(delay)")
+            misuseFailure("delay(by:): the delay must be a finite number of seconds ≥ 0, not \(delay)")
         }
         return CoreSignal(setValue: signal.setter, register: { callback in
             let timers = PendingTimers()
@@ -87,7 +87,7 @@ extension SignalProvider {
                     return
                 }
                 guard seconds >= 0, seconds.isFinite else {
-                    fatalError("delay(by:): the delay must be a finite number of seconds ≥ 0, not \(seconds)")
+                    misuseFailure("delay(by:): the delay must be a finite number of seconds ≥ 0, not \(seconds)")
                 }
                 timers.schedule(on: scheduler, after: seconds) { gate.send(eventType) }
             }
@@ -111,7 +111,7 @@ extension SignalProvider {
         let signal = providedSignal
         guard let delay else { return signal }
         guard delay >= 0, delay.isFinite else {
-            fatalError("debounce: the delay must be a finite number of seconds ≥ 0, not \(delay)")
+            misuseFailure("debounce: the delay must be a finite number of seconds ≥ 0, not \(delay)")
         }
         return CoreSignal(setValue: signal.setter, register: { callback in
             let gate = EventGate(downstream: callback)
@@ -161,7 +161,7 @@ extension SignalProvider {
         let signal = providedSignal
         guard let interval else { return signal }
         guard interval >= 0, interval.isFinite else {
-            fatalError("throttle: the interval must be a finite number of seconds ≥ 0, not \(interval)")
+            misuseFailure("throttle: the interval must be a finite number of seconds ≥ 0, not \(interval)")
         }
         return CoreSignal(setValue: signal.setter, register: { callback in
             let gate = EventGate(downstream: callback)
@@ -217,7 +217,7 @@ extension CoreSignal where Kind == Plain, Value == Void {
     ///   - interval: the time between ticks, in seconds. Infinity: no ticks.
     ///   - delay: the time before the first tick; `interval` if `nil`.
     public convenience init(on scheduler: Scheduler = .current, every interval: Double, delay: Double? = nil) {
-        guard interval >= 0 else { fatalError("Signal(every:): the interval must not be negative, not \(interval)") }
+        guard interval >= 0 else { misuseFailure("Signal(every:): the interval must not be negative, not \(interval)") }
         self.init(options: [], producer: { callback in
             guard interval.isFinite else { return NilDisposer() }
             let timers = PendingTimers()

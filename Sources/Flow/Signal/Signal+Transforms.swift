@@ -293,7 +293,7 @@ extension SignalProvider {
     /// 0)---1----2|
     /// ```
     public func take(first count: Int) -> FiniteSignal<Value> {
-        guard count >= 0 else { fatalError("take(first:): the count must not be negative, not \(count)") }
+        guard count >= 0 else { misuseFailure("take(first:): the count must not be negative, not \(count)") }
         let signal = providedSignal
         return FiniteSignal(setValue: signal.setter, register: { callback in
             let taken = Locked(0)
