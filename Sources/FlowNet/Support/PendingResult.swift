@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// libuv reports through callbacks; this joins such a callback to a future whatever the order: the
 /// result may arrive before or after the future's operation has run.
-final class PendingResult<Value: Sendable>: Sendable {
+package final class PendingResult<Value: Sendable>: Sendable {
     private struct State {
         var result: Result<Value>?
         var completion: (@Sendable (Result<Value>) -> Void)?
@@ -13,14 +13,14 @@ final class PendingResult<Value: Sendable>: Sendable {
 
     private let state = Locked(State())
 
-    init() {}
+    package init() {}
 
     /// Whether ``complete(_:)`` has been called.
-    var isCompleted: Bool { state.withLock { $0.result != nil } }
+    package var isCompleted: Bool { state.withLock { $0.result != nil } }
 
     /// A future completed by ``complete(_:)``. `onCancel` runs if the future is cancelled while the
     /// result is still outstanding (on the cancelling thread).
-    func future(
+    package func future(
         file: StaticString = #fileID, line: UInt = #line, onCancel: (@Sendable () -> Void)? = nil
     ) -> Future<Value> {
         Future(on: .none, file: file, line: line) { [self] completion in
@@ -39,7 +39,7 @@ final class PendingResult<Value: Sendable>: Sendable {
     }
 
     /// Completes the future unless already completed.
-    func complete(_ result: Result<Value>) {
+    package func complete(_ result: Result<Value>) {
         let completion = state.withLock { state -> (@Sendable (Result<Value>) -> Void)? in
             guard state.result == nil else { return nil }
             state.result = result
@@ -50,7 +50,7 @@ final class PendingResult<Value: Sendable>: Sendable {
         completion?(result)
     }
 
-    func succeed(_ value: Value) { complete(.success(value)) }
+    package func succeed(_ value: Value) { complete(.success(value)) }
 
-    func fail(_ error: Error) { complete(.failure(error)) }
+    package func fail(_ error: Error) { complete(.failure(error)) }
 }
