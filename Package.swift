@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "FlowTesting", targets: ["FlowTesting"]),
         .library(name: "Deferred", targets: ["Deferred"]),
         .library(name: "FlowNet", targets: ["FlowNet"]),
+        .library(name: "FlowSystem", targets: ["FlowSystem"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
@@ -35,12 +36,17 @@ let package = Package(
         .target(name: "Deferred", dependencies: ["Flow"]),
         // TCP on the loop: listen, accept, connect, read, write with back-pressure.
         .target(name: "FlowNet", dependencies: ["Flow", "CLibUV"]),
+        // The operating system on the loop: OS signals, child processes, files, thread-pool work.
+        // Uses FlowNet's stream connections for a child's pipes.
+        .target(name: "FlowSystem", dependencies: ["Flow", "FlowNet", "CLibUV"]),
 
         // Programs: `swift run <Name>`.
         .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
-        .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
-        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet"], path: "Examples/HTTPHello"),
+        .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet", "FlowSystem"], path: "Examples/EchoServer"),
+        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet", "FlowSystem"], path: "Examples/HTTPHello"),
         .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
+        .executableTarget(
+            name: "Supervisor", dependencies: ["Flow", "FlowSystem", "FlowTimers"], path: "Examples/Supervisor"),
 
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
@@ -56,6 +62,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob", "Tour"]),
+        .testTarget(name: "FlowSystemTests", dependencies: ["FlowSystem", "FlowNet", "Flow", "EchoServer", "Supervisor"]),
 
         // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users
         // write it (captured `var`s mutated in callbacks, defaulted arguments), in Swift 5 mode.

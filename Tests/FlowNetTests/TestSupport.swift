@@ -215,6 +215,11 @@ final class ExampleProcess {
         return process.terminationStatus
     }
 
+    /// Sends `signal` to the program (the examples watch `SIGTERM` and `SIGINT` to stop gracefully).
+    func send(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
     /// Ends the program and waits for it.
     ///
     /// With SIGKILL: a child started from a Dispatch worker thread inherits that thread's signal mask,

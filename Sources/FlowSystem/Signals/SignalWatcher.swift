@@ -3,6 +3,10 @@ import Flow
 import FlowNet
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Watches operating-system signals (`SIGTERM`, `SIGINT`, `SIGHUP`, ...) on an ``EventLoop`` through
 /// libuv's `uv_signal`: each delivery is handed to a handler on the loop and to every ``signals``
 /// sequence. While a watcher is open the process no longer takes the signal's default action (for
@@ -14,6 +18,9 @@ import Synchronization
 ///     listener.close()
 /// }
 /// ```
+///
+/// The signals watched are unblocked on the loop's thread: a process started from a Dispatch thread
+/// inherits a mask that blocks them, and would otherwise never see them.
 ///
 /// For the first signal only, ``first(of:keepsLoopAlive:on:)`` gives a future.
 ///
@@ -88,6 +95,12 @@ public final class SignalWatcher: @unchecked Sendable {
                 watcher.beginClosing()
                 throw EventLoop.error(started)
             }
+            // A thread started by Dispatch blocks most signals, and a process started from one inherits
+            // that mask: unblocked here, on the loop's thread, the signal reaches the loop.
+            var mask = sigset_t()
+            sigemptyset(&mask)
+            sigaddset(&mask, signal.rawValue)
+            pthread_sigmask(SIG_UNBLOCK, &mask, nil)
             if !keepsLoopAlive {
                 uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
             }

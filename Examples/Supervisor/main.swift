@@ -1,0 +1,1 @@
+print("Supervisor: not written yet")
