@@ -101,7 +101,7 @@ final class ConnectAttempt: @unchecked Sendable {
         self.connection = connection
         request.pointee.data = Owner.retain(self)
         let status = address.withSockaddr { sockaddr in
-            uv_tcp_connect(request, connection.handle, sockaddr) { request, status in
+            uv_tcp_connect(request, connection.tcpHandle, sockaddr) { request, status in
                 let attempt = Owner.release(request?.pointee.data, as: ConnectAttempt.self)
                 attempt.finish(status)
             }

@@ -160,7 +160,7 @@ public final class TCPListener: @unchecked Sendable {
             failedAcceptCount += 1
             return
         }
-        guard uv_accept(handle.asStream, connection.handle.asStream) == 0 else {
+        guard uv_accept(handle.asStream, connection.handle) == 0 else {
             failedAcceptCount += 1
             connection.beginClosing()
             return
