@@ -3,6 +3,9 @@
 //     swift run EchoServer --port 7000      (0 picks a free port)
 //     nc 127.0.0.1 7000
 //
+//     swift run EchoServer --unix /tmp/echo.sock
+//     nc -U /tmp/echo.sock
+//
 // Back-pressure: when a client sends faster than it reads, the bytes waiting for it pass the
 // connection's write buffer limit; the server then stops reading from that client until they drain,
 // so a client that never reads cannot make the server's memory grow.
@@ -32,12 +35,12 @@ func say(_ line: String) {
 }
 
 /// The connections open now, so that a graceful stop knows what it waits for.
-let openConnections = LoopBoundBox<[ObjectIdentifier: TCPConnection]>([:], loop: .main)
+let openConnections = LoopBoundBox<[ObjectIdentifier: StreamConnection]>([:], loop: .main)
 /// Called once the last open connection has closed while stopping.
 let onLastConnectionClosed = LoopBoundBox<(() -> Void)?>(nil, loop: .main)
 
 /// Closes `connection` and forgets it once closed.
-func finish(_ connection: TCPConnection) {
+func finish(_ connection: StreamConnection) {
     connection.close().onValue(on: .main) {
         openConnections.value[ObjectIdentifier(connection)] = nil
         if openConnections.value.isEmpty, let done = onLastConnectionClosed.value {
@@ -48,7 +51,7 @@ func finish(_ connection: TCPConnection) {
 }
 
 /// Echoes one connection until the client closes its side, then closes once the echo went out.
-func echo(_ connection: TCPConnection) {
+func echo(_ connection: StreamConnection) {
     openConnections.value[ObjectIdentifier(connection)] = connection
     connection.onRead { event in
         switch event {
@@ -69,8 +72,8 @@ func echo(_ connection: TCPConnection) {
 
 /// On the first SIGTERM or SIGINT: stop accepting, wait for the open connections up to the deadline,
 /// then close the rest. The loop's `run()` returns once everything is closed.
-func stopGracefully(on signal: ProcessSignal, listener: TCPListener, drainSeconds: Double) {
-    listener.close()
+func stopGracefully(on signal: ProcessSignal, stopListening: () -> Void, drainSeconds: Double) {
+    stopListening()
     let waiting = openConnections.value.count
     say("EchoServer received \(signal): no longer accepting; waiting up to \(drainSeconds) s for \(waiting) open connection\(waiting == 1 ? "" : "s")")
     guard waiting > 0 else {
@@ -89,18 +92,27 @@ func stopGracefully(on signal: ProcessSignal, listener: TCPListener, drainSecond
 }
 
 let host = option("--host") ?? "127.0.0.1"
+let unixPath = option("--unix")
 guard let port = Int(option("--port") ?? "7000"), let drainSeconds = Double(option("--drain-seconds") ?? "5") else {
-    print("usage: EchoServer [--host 127.0.0.1] [--port 7000] [--drain-seconds 5]")
+    print("usage: EchoServer [--host 127.0.0.1] [--port 7000 | --unix PATH] [--drain-seconds 5]")
     exit(2)
 }
 
 do {
-    let listener = try TCPListener.listen(host: host, port: port, on: .main, onAccept: echo)
+    let stopListening: @Sendable () -> Void
+    if let unixPath {
+        let listener = try PipeListener.listen(path: unixPath, on: .main, onAccept: echo)
+        stopListening = { listener.close() }
+        say("EchoServer listening on \(unixPath)")
+    } else {
+        let listener = try TCPListener.listen(host: host, port: port, on: .main, onAccept: echo)
+        stopListening = { listener.close() }
+        say("EchoServer listening on \(listener.localAddress)")
+    }
     // The watcher does not keep the loop running by itself: once stopped, the loop ends with the last
     // connection.
     let stop = SignalWatcher.first(of: [.terminate, .interrupt], keepsLoopAlive: false, on: .main)
-    stop.onValue { signal in stopGracefully(on: signal, listener: listener, drainSeconds: drainSeconds) }
-    say("EchoServer listening on \(listener.localAddress)")
+    stop.onValue { signal in stopGracefully(on: signal, stopListening: stopListening, drainSeconds: drainSeconds) }
     try EventLoop.main.run()
     exit(0)
 } catch {

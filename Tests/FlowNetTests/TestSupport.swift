@@ -68,7 +68,7 @@ func repeatOnLoop(_ step: @escaping @Sendable () -> Future<Bool>) {
 }
 
 /// Reads from `connection` with ``TCPConnection/read()`` until the end of the stream.
-func readToEnd(_ connection: TCPConnection) -> Future<[UInt8]> {
+func readToEnd(_ connection: StreamConnection) -> Future<[UInt8]> {
     let received = LoopState<[UInt8]>([])
     return Future<[UInt8]> { completion in
         @Sendable func next() {
