@@ -21,6 +21,9 @@ import Glibc
 /// For a command whose output you want whole, ``run(_:arguments:environment:workingDirectory:input:outputLimit:on:)``
 /// is shorter. The process handle is closed once the child has exited, and ``exit`` completes then; the
 /// pipes asked for with ``StandardStream/pipe`` are yours to close.
+///
+/// libuv learns of a child's exit through `SIGCHLD`; spawning unblocks it on the loop's thread, which a
+/// process started from a Dispatch thread would otherwise inherit blocked.
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked Sendable: `handle` and `hasExited` are used only in the loop's context (`spawn` asserts
     // it, `kill` hops there); the rest is immutable.
@@ -115,6 +118,8 @@ public final class ChildProcess: @unchecked Sendable {
         on loop: EventLoop = .main
     ) throws(EventLoopError) -> ChildProcess {
         loop.assertInLoopContext("ChildProcess.spawn")
+        // libuv learns of the child's exit through SIGCHLD, delivered to the loop's thread.
+        SignalMask.unblock(SIGCHLD)
         let streams = [standardInput, standardOutput, standardError]
         var pipes: [PipeConnection?] = []
         do {

@@ -95,12 +95,7 @@ public final class SignalWatcher: @unchecked Sendable {
                 watcher.beginClosing()
                 throw EventLoop.error(started)
             }
-            // A thread started by Dispatch blocks most signals, and a process started from one inherits
-            // that mask: unblocked here, on the loop's thread, the signal reaches the loop.
-            var mask = sigset_t()
-            sigemptyset(&mask)
-            sigaddset(&mask, signal.rawValue)
-            pthread_sigmask(SIG_UNBLOCK, &mask, nil)
+            SignalMask.unblock(signal.rawValue)
             if !keepsLoopAlive {
                 uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
             }
