@@ -6,7 +6,8 @@ import Testing
 import Glibc
 #endif
 
-// One at a time: the signals are sent to this whole process.
+// One at a time: the signals are sent to this whole process (with `kill`, never `raise`, which would
+// send them to the calling thread, where they may be blocked).
 @Suite("OS signals", .serialized)
 struct SignalTests {
     @Test func aWatchedSignalReachesTheHandlerOnTheLoopAndTheProcessLives() throws {
@@ -16,9 +17,9 @@ struct SignalTests {
             watcher.value = try! SignalWatcher.watch([.user1, .user2], on: loop) { signal in
                 #expect(loop.isInLoopContext)
                 received.mutate { $0.append(signal) }
-                if received.value.count == 2 { watcher.value?.close() } else { raise(SIGUSR2) }
+                if received.value.count == 2 { watcher.value?.close() } else { kill(getpid(), SIGUSR2) }
             }
-            raise(SIGUSR1)
+            kill(getpid(), SIGUSR1)
         }
         #expect(received.value == [.user1, .user2])
     }
@@ -38,7 +39,7 @@ struct SignalTests {
         defer { loop.shutdown() }
         let watcher = try loop.scheduler.sync { try SignalWatcher.watch([.user2], on: loop) }
         var iterator = watcher.signals.makeAsyncIterator()
-        raise(SIGUSR2)
+        kill(getpid(), SIGUSR2)
         #expect(await iterator.next() == .user2)
         _ = wait(for: watcher.close())
         #expect(await iterator.next() == nil)

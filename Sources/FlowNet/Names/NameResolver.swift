@@ -10,7 +10,7 @@ import Glibc
 ///
 /// ```swift
 /// NameResolver.resolve(host: "localhost", port: 8080, on: loop).onValue { addresses in
-///     print(addresses)   // [[::1]:8080, 127.0.0.1:8080]
+///     print(addresses)   // [[::1]:8080, 127.0.0.1:8080] where /etc/hosts gives localhost both
 /// }
 /// ```
 ///
@@ -65,7 +65,7 @@ public enum NameResolver {
     /// The addresses of `host` for a service named in `/etc/services` (`"http"`) or a numeric port.
     ///
     /// ```swift
-    /// NameResolver.resolve(host: "localhost", service: "http").onValue { print($0) }   // [[::1]:80, ...]
+    /// NameResolver.resolve(host: "localhost", service: "http").onValue { print($0) }   // [127.0.0.1:80, ...]
     /// ```
     public static func resolve(
         host: String, service: String, family: Family = .any, on loop: EventLoop = .main
