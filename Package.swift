@@ -7,7 +7,8 @@ let package = Package(
         .library(name: "Flow", targets: ["Flow"]),
         .library(name: "FlowTimers", targets: ["FlowTimers"]),
         .library(name: "FlowTesting", targets: ["FlowTesting"]),
-        .library(name: "Deferred", targets: ["Deferred"]),
+        // Deferred's product held two modules, `Deferred` and `Task`: so does this one.
+        .library(name: "Deferred", targets: ["Deferred", "Task"]),
         .library(name: "FlowNet", targets: ["FlowNet"]),
         .library(name: "FlowSystem", targets: ["FlowSystem"]),
     ],
@@ -34,6 +35,8 @@ let package = Package(
         .target(name: "FlowTesting", dependencies: ["Flow"]),
         // Big Nerd Ranch's Deferred API on top of Flow's schedulers.
         .target(name: "Deferred", dependencies: ["Flow"]),
+        // `import Task`, as Deferred code writes it: the task API of `Deferred`, under Deferred's module name.
+        .target(name: "Task", dependencies: ["Deferred"]),
         // TCP on the loop: listen, accept, connect, read, write with back-pressure.
         .target(name: "FlowNet", dependencies: ["Flow", "CLibUV"]),
         // The operating system on the loop: OS signals, child processes, files, thread-pool work.
@@ -73,7 +76,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DeferredCompatibilityTests",
-            dependencies: ["Deferred"],
+            dependencies: ["Deferred", "Task", "Flow"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ],

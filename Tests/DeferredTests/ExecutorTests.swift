@@ -75,15 +75,33 @@ struct ExecutorTests {
         #expect(onLoop.value == [true, true])
     }
 
-    @Test("the default executor is the loop for code running on it")
+    @Test("the default executor is a background queue even for code running on a loop, as in Deferred")
     func defaultExecutorOnLoop() {
         let loop = EventLoop.startOnNewThread(name: "deferred.test.default")
+        defer { loop.shutdown() }
+        let ran = DispatchSemaphore(value: 0)
+        let onLoop = Shared(true)
+        let deferred = Deferred<Int>()
+        loop.execute {
+            deferred.upon { _ in
+                onLoop.mutate { $0 = loop.isInLoopContext }
+                ran.signal()
+            }
+        }
+        DispatchQueue.global().async { deferred.fill(with: 1) }
+        expectSignal(ran, "the closure")
+        #expect(!onLoop.value)
+    }
+
+    @Test("naming the loop brings the closure back to it")
+    func namedLoopExecutor() {
+        let loop = EventLoop.startOnNewThread(name: "deferred.test.named")
         defer { loop.shutdown() }
         let ran = DispatchSemaphore(value: 0)
         let onLoop = Shared(false)
         let deferred = Deferred<Int>()
         loop.execute {
-            deferred.upon { _ in
+            deferred.upon(loop) { _ in
                 onLoop.mutate { $0 = loop.isInLoopContext }
                 ran.signal()
             }

@@ -38,7 +38,7 @@ struct TaskTests {
     func andThen() throws {
         let next = Deferred<Task<String>.Result>()
         let chained = Task(success: 1).andThen(upon: inline) { value in
-            Task(next.map(upon: CountingInlineExecutor()) { $0.map { "\(value): \($0)" } })
+            next.map(upon: CountingInlineExecutor()) { "\(value): \($0)" }
         }
         #expect(chained.peek() == nil)
         next.succeed(with: "one")

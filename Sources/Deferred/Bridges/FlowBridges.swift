@@ -9,6 +9,7 @@ extension Flow.Future {
     /// ```swift
     /// let friends = Flow.Future(deferred: fetchFriends(for: jimbob))
     /// ```
+    @preconcurrency
     public convenience init<Wrapped: FutureProtocol>(deferred future: Wrapped) where Wrapped.Value == Value {
         self.init(on: .none) { completion in
             future.upon(Flow.Scheduler.none) { value in completion(.success(value)) }
@@ -38,19 +39,24 @@ extension Flow.Future {
 }
 
 extension Task {
-    /// A task that completes like the Flow future; cancelling the task cancels the future (unless
-    /// others observe it).
+    /// A task that completes like the Flow future. Cancelling the task cancels the future (unless
+    /// others observe it) and fails the task with ``Flow/FutureError/aborted``, the error of a
+    /// cancelled Flow future, unless the future completed first.
     ///
     /// ```swift
     /// let task = Task(flowFuture)
     /// task.uponSuccess(on: .main) { value in show(value) }
     /// ```
     public convenience init(_ future: Flow.Future<Success>) {
-        let outcome = Deferred<Result>()
+        let outcome = Promise()
         // Cancelling the observer (the leaf) detaches it and so cancels the future too, unless others
-        // observe it; `future.cancel()` would be ignored because of this very observer.
+        // observe it; `future.cancel()` would be ignored because of this very observer. The detached
+        // observer never reports, so the cancellation fills the outcome itself.
         let observer = future.onResult(on: .none) { result in outcome.fill(with: result) }
-        self.init(outcome, uponCancel: { observer.cancel() })
+        self.init(Future(outcome), uponCancel: {
+            observer.cancel()
+            outcome.fail(with: FutureError.aborted)
+        })
     }
 }
 

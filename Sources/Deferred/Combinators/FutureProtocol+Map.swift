@@ -8,11 +8,12 @@ extension FutureProtocol {
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `transform` runs; by default the scheduler the caller executes on, or
-    ///     else a background queue.
+    ///   - executor: where `transform` runs; by default a concurrent background queue
+    ///     (`DispatchQueue.any()`), wherever the caller runs.
     ///   - transform: makes the new value from this future's value.
     /// - Returns: a future filled with the transformed value.
     @inlinable
+    @preconcurrency
     public func map<NewValue: Sendable>(
         upon executor: any Executor = defaultExecutor(),
         transform: @escaping @Sendable (Value) -> NewValue
@@ -24,6 +25,7 @@ extension FutureProtocol {
 
     /// A future of `transform` applied to this future's value; `transform` runs on `queue`.
     @inlinable
+    @preconcurrency
     public func map<NewValue: Sendable>(
         upon queue: DispatchQueue,
         transform: @escaping @Sendable (Value) -> NewValue
@@ -31,7 +33,8 @@ extension FutureProtocol {
         map(upon: queue as any Executor, transform: transform)
     }
 
-    /// Starts the next asynchronous step with this future's value, and gives that step's value.
+    /// Starts the next asynchronous step with this future's value, and gives that step's value, which
+    /// is delivered through `executor` too: a custom executor sees every hop.
     ///
     /// ```swift
     /// let names: Future<[String]> = fetchFriends(for: jimbob).andThen(upon: .any()) { friends in
@@ -40,24 +43,27 @@ extension FutureProtocol {
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `start` runs; by default the scheduler the caller executes on, or else a
-    ///     background queue.
+    ///   - executor: where `start` runs and the next step's value arrives; by default a concurrent
+    ///     background queue (`DispatchQueue.any()`), wherever the caller runs.
     ///   - start: begins the next step and returns its future.
     /// - Returns: a future filled with the next step's value.
     @inlinable
+    @preconcurrency
     public func andThen<NewFuture: FutureProtocol>(
         upon executor: any Executor = defaultExecutor(),
         start: @escaping @Sendable (Value) -> NewFuture
     ) -> Future<NewFuture.Value> {
         let chained = Deferred<NewFuture.Value>()
+        let reference = ExecutorReference(executor)
         upon(executor) { value in
-            uponInline(start(value)) { chained.fill(with: $0) }
+            start(value).upon(reference.executor) { chained.fill(with: $0) }
         }
         return Future(chained)
     }
 
     /// Starts the next asynchronous step with this future's value, running `start` on `queue`.
     @inlinable
+    @preconcurrency
     public func andThen<NewFuture: FutureProtocol>(
         upon queue: DispatchQueue,
         start: @escaping @Sendable (Value) -> NewFuture
@@ -74,6 +80,7 @@ extension FutureProtocol {
     /// let count: Future<Int> = friends.every { $0.count }
     /// ```
     @inlinable
+    @preconcurrency
     public func every<NewValue: Sendable>(per transform: @escaping @Sendable (Value) -> NewValue) -> Future<NewValue> {
         Future(LazyMapFuture(base: self, transform: transform))
     }

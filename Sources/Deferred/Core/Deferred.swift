@@ -73,6 +73,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @
     ///   - executor: where `body` runs: a queue, a scheduler, an event loop.
     ///   - body: the work to do with the value.
     @inlinable
+    @preconcurrency
     public func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void) {
         // Sorted here, once: submitting to a scheduler or a queue then needs no cast and no call
         // through the existential. The scheduler goes first: it is the loop's common case.
@@ -100,6 +101,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @
     ///   - queue: where `body` runs.
     ///   - body: the work to do with the value.
     @inlinable
+    @preconcurrency
     public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
         if let value = withState({ $0.enqueue { .queue(queue, body) } }) {
             submitUpon(queue, value, body)
@@ -164,17 +166,18 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @
     /// let result: Int = performOperation().wait(until: .distantFuture)!
     /// ```
     ///
-    /// Called on the thread of a running event loop before the value is filled, it stops the program
-    /// with a message instead: the loop may be the one to fill the value, so waiting would deadlock
-    /// it. Use ``upon(_:execute:)`` there.
+    /// Called inside an event loop's own work (one of its callbacks) before the value is filled, it
+    /// stops the program with a message instead: the loop may be the one to fill the value, and it
+    /// cannot run while its thread waits. Use ``upon(_:execute:)`` there. Anywhere else, the main
+    /// thread included, it blocks.
     public func wait(until time: DispatchTime) -> Value? {
         if let value = peek() {
             return value
         }
-        preconditionWaitingDoesNotBlockLoop("wait(until:)")
+        preconditionWaitingCanFinish("wait(until:)")
         let filled = DispatchSemaphore(value: 0)
         uponInline { _ in filled.signal() }
-        _ = filled.wait(timeout: time)
+        _ = blockUntilSignalled(filled, until: time, "wait(until:)")
         return peek()
     }
 }

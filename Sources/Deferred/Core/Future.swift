@@ -75,18 +75,36 @@ public struct Future<Value: Sendable>: FutureProtocol {
         Future(source: .never)
     }
 
-    /// Runs `work` on `executor` and gives its result as a future.
+    /// Runs `work` on `queue` and gives its result as a future.
     ///
     /// ```swift
-    /// let total: Future<Int> = .async(upon: .any()) { numbers.reduce(0, +) }
+    /// let total: Future<Int> = .async { numbers.reduce(0, +) }
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `work` runs; by default the scheduler the caller executes on, or else a
-    ///     background queue.
+    ///   - queue: where `work` runs; a concurrent background queue by default.
+    ///   - flags: how `work` runs, as `DispatchQueue.async(flags:execute:)` takes them.
     ///   - work: computes the value.
+    @preconcurrency
     public static func async(
-        upon executor: any Executor = defaultExecutor(),
+        upon queue: DispatchQueue = .any(),
+        flags: DispatchWorkItemFlags = [],
+        execute work: @escaping @Sendable () -> Value
+    ) -> Future<Value> {
+        let deferred = Deferred<Value>()
+        queue.async(flags: flags) { deferred.fill(with: work()) }
+        return Future(deferred)
+    }
+
+    /// Runs `work` on `executor` (an event loop, a scheduler, an operation queue) and gives its result
+    /// as a future.
+    ///
+    /// ```swift
+    /// let total: Future<Int> = .async(upon: loop) { numbers.reduce(0, +) }
+    /// ```
+    @preconcurrency
+    public static func async(
+        upon executor: any Executor,
         execute work: @escaping @Sendable () -> Value
     ) -> Future<Value> {
         let deferred = Deferred<Value>()
@@ -94,16 +112,9 @@ public struct Future<Value: Sendable>: FutureProtocol {
         return Future(deferred)
     }
 
-    /// Runs `work` on `queue` and gives its result as a future.
-    public static func async(
-        upon queue: DispatchQueue,
-        execute work: @escaping @Sendable () -> Value
-    ) -> Future<Value> {
-        async(upon: queue as any Executor, execute: work)
-    }
-
     /// Calls `body` with the value once it is known, by submitting it to `executor`.
     @inlinable
+    @preconcurrency
     public func upon(_ executor: any Executor, execute body: @escaping @Sendable (Value) -> Void) {
         switch source {
         case .filled(let value):
@@ -124,6 +135,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
     /// name.upon(.main) { label.text = $0 }
     /// ```
     @inlinable
+    @preconcurrency
     public func upon(_ queue: DispatchQueue, execute body: @escaping @Sendable (Value) -> Void) {
         switch source {
         case .filled(let value):
@@ -164,15 +176,15 @@ public struct Future<Value: Sendable>: FutureProtocol {
     }
 
     /// Blocks until the value is known or `time` has come, and returns it, or `nil` at the deadline.
-    /// On the thread of a running event loop, waiting for a value that is not there yet stops the
-    /// program with a message (see ``Deferred/wait(until:)``).
+    /// Inside an event loop's own work, waiting for a value that is not there yet stops the program
+    /// with a message (see ``Deferred/wait(until:)``).
     public func wait(until time: DispatchTime) -> Value? {
         switch source {
         case .filled(let value):
             return value
         case .never:
-            preconditionWaitingDoesNotBlockLoop("wait(until:)")
-            _ = DispatchSemaphore(value: 0).wait(timeout: time)
+            preconditionWaitingCanFinish("wait(until:)")
+            _ = blockUntilSignalled(DispatchSemaphore(value: 0), until: time, "wait(until:)")
             return nil
         case .deferred(let deferred):
             return deferred.wait(until: time)

@@ -7,6 +7,7 @@ extension FutureProtocol {
     /// Calls `body` with the value once it is known, on `executor`.
     @available(*, deprecated, renamed: "upon(_:execute:)")
     @_disfavoredOverload
+    @preconcurrency
     public func upon(_ executor: any Executor, body: @escaping @Sendable (Value) -> Void) {
         upon(executor, execute: body)
     }
@@ -14,19 +15,22 @@ extension FutureProtocol {
     /// Calls `body` with the value once it is known, on `queue`.
     @available(*, deprecated, renamed: "upon(_:execute:)")
     @_disfavoredOverload
+    @preconcurrency
     public func upon(_ queue: DispatchQueue, body: @escaping @Sendable (Value) -> Void) {
         upon(queue as any Executor, execute: body)
     }
 
     /// Calls `body` with the value once it is known, on the default executor.
-    @available(*, deprecated, renamed: "upon(execute:)")
+    @available(*, deprecated, renamed: "upon(_:execute:)")
     @_disfavoredOverload
+    @preconcurrency
     public func upon(body: @escaping @Sendable (Value) -> Void) {
-        upon(execute: body)
+        upon(Self.defaultUponExecutor, execute: body)
     }
 
     /// Calls `body` with the value once it is known, on the main queue.
     @available(*, deprecated, renamed: "upon(_:execute:)", message: "use upon(.main, execute:)")
+    @preconcurrency
     public func uponMainQueue(_ body: @escaping @Sendable (Value) -> Void) {
         upon(DispatchQueue.main as any Executor, execute: body)
     }
@@ -34,6 +38,7 @@ extension FutureProtocol {
     /// A future of `transform` applied to the value.
     @available(*, deprecated, renamed: "map(upon:transform:)")
     @_disfavoredOverload
+    @preconcurrency
     public func map<NewValue: Sendable>(
         upon executor: any Executor = defaultExecutor(),
         _ transform: @escaping @Sendable (Value) -> NewValue
@@ -44,6 +49,7 @@ extension FutureProtocol {
     /// A future of `transform` applied to the value, running on `queue`.
     @available(*, deprecated, renamed: "map(upon:transform:)")
     @_disfavoredOverload
+    @preconcurrency
     public func map<NewValue: Sendable>(
         upon queue: DispatchQueue,
         _ transform: @escaping @Sendable (Value) -> NewValue
@@ -53,6 +59,7 @@ extension FutureProtocol {
 
     /// Starts the next asynchronous step with the value.
     @available(*, deprecated, renamed: "andThen(upon:start:)")
+    @preconcurrency
     public func flatMap<NewFuture: FutureProtocol>(
         upon executor: any Executor = defaultExecutor(),
         _ start: @escaping @Sendable (Value) -> NewFuture
@@ -62,6 +69,7 @@ extension FutureProtocol {
 
     /// Starts the next asynchronous step with the value, running `start` on `queue`.
     @available(*, deprecated, renamed: "andThen(upon:start:)")
+    @preconcurrency
     public func flatMap<NewFuture: FutureProtocol>(
         upon queue: DispatchQueue,
         _ start: @escaping @Sendable (Value) -> NewFuture

@@ -5,6 +5,7 @@ extension Flow.Scheduler: Executor {
     /// Runs `body` on this scheduler: at once when the caller already executes on it, otherwise
     /// later, in the order submitted (see ``Flow/Scheduler/async(execute:)``).
     @inlinable
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         async(execute: body)
     }
@@ -14,19 +15,18 @@ extension Flow.EventLoop: Executor {
     /// Runs `body` on this loop after the work already queued, never before returning (see
     /// ``Flow/EventLoop/execute(_:)``).
     @inlinable
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         execute(body)
     }
 }
 
-/// The executor used when the caller names none: the scheduler running the caller, so that code on
-/// an event loop stays on that loop, or else a concurrent background queue, as Deferred always did.
+/// The executor used when the caller names none: Deferred's own default, a concurrent background queue
+/// (``Dispatch/DispatchQueue/any()``), wherever the caller runs. Code on an event loop that wants its
+/// closures back on the loop names it: `upon(loop)`, `upon(Scheduler.main)`.
 @inlinable
 func defaultExecutor() -> any Executor {
-    if let scheduler = Flow.Scheduler.executing {
-        return scheduler
-    }
-    return DispatchQueue.global()
+    DispatchQueue.any()
 }
 
 /// Runs `body` at once on the thread that submits it: for this library's own bookkeeping handlers,

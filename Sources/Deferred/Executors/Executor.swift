@@ -19,30 +19,67 @@ public protocol Executor: AnyObject {
     /// Runs `body` on this executor, now or later.
     ///
     /// - Parameter body: the work to run; it is released once it ran.
+    @preconcurrency
     func submit(_ body: @escaping @Sendable () -> Void)
+
+    /// Runs `workItem` on this executor, now or later.
+    ///
+    /// By default this submits a closure that performs the work item.
+    func submit(_ workItem: DispatchWorkItem)
 }
+
+extension Executor {
+    /// Runs `workItem` by submitting a closure that performs it.
+    public func submit(_ workItem: DispatchWorkItem) {
+        // A work item is thread-safe to perform from wherever the executor runs it.
+        let item = UncheckedSendableWorkItem(workItem)
+        submit { item.workItem.perform() }
+    }
+}
+
+/// A work item carried into a `@Sendable` closure.
+// @unchecked Sendable: `DispatchWorkItem` synchronises itself (libdispatch performs, cancels and
+// notifies it from any thread); it is only missing the annotation.
+struct UncheckedSendableWorkItem: @unchecked Sendable {
+    let workItem: DispatchWorkItem
+
+    init(_ workItem: DispatchWorkItem) {
+        self.workItem = workItem
+    }
+}
+
+/// The executor type `upon` takes by default: a Dispatch queue, as in Deferred.
+public typealias PreferredExecutor = DispatchQueue
 
 extension DispatchQueue: Executor {
     /// Runs `body` asynchronously on this queue.
     @inlinable
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         async(execute: body)
     }
 
-    /// A concurrent queue for work that may run anywhere: the global queue of default quality of
-    /// service.
+    /// Runs `workItem` asynchronously on this queue.
+    public func submit(_ workItem: DispatchWorkItem) {
+        async(execute: workItem)
+    }
+
+    /// A concurrent queue for work that may run anywhere: the global queue of utility quality of
+    /// service, as Deferred chose on Linux. It is the default executor of every `upon`, `map` and
+    /// `andThen` that is given none.
     ///
     /// ```swift
     /// let count: Future<Int> = words.map(upon: .any()) { $0.count }
     /// ```
     @inlinable
     public static func any() -> DispatchQueue {
-        .global()
+        .global(qos: .utility)
     }
 }
 
 extension OperationQueue: Executor {
     /// Adds `body` to this queue as an operation.
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         addOperation(body)
     }
@@ -50,6 +87,7 @@ extension OperationQueue: Executor {
 
 extension RunLoop: Executor {
     /// Schedules `body` on this run loop; it runs the next time the loop runs in its common modes.
+    @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
         perform(body)
     }

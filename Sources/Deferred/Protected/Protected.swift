@@ -40,6 +40,15 @@ public final class Protected<T> {
 // type are handed between threads.
 extension Protected: @unchecked Sendable where T: Sendable {}
 
+extension Protected: CustomReflectable {
+    /// What a debugger shows: the value, or `isLocked: true` if it could not be read at once.
+    public var customMirror: Mirror {
+        withAttemptedReadLock { value in
+            Mirror(self, children: ["value": value], displayStyle: .optional)
+        } ?? Mirror(self, children: ["isLocked": true], displayStyle: .tuple)
+    }
+}
+
 extension Protected: CustomDebugStringConvertible {
     /// Describes the value, or says it is locked if it could not be read at once.
     public var debugDescription: String {

@@ -1,76 +1,190 @@
 import Synchronization
 
-extension Collection {
-    /// A task that succeeds once all these tasks succeeded, or fails with the first failure.
-    /// Cancelling it cancels them all. An empty collection gives a task that has succeeded.
+extension Collection where Element: TaskProtocol {
+    /// A task that succeeds with the values of all these tasks, in their order, once all succeeded,
+    /// or fails with the first failure. Cancelling it cancels them all. An empty collection gives a
+    /// task that has succeeded with `[]`.
     ///
     /// ```swift
     /// let uploads: [Task<Receipt>] = photos.map { upload($0) }
-    /// uploads.allSucceeded().uponSuccess(on: .main) { showDone() }
+    /// uploads.allSucceeded().uponSuccess(on: .main) { receipts in showDone(receipts) }
     /// ```
-    public func allSucceeded<Success>() -> Task<Void> where Element == Task<Success> {
+    public func allSucceeded() -> Task<[Element.Success]> {
         let tasks = Array(self)
         guard !tasks.isEmpty else {
-            return Task(success: ())
+            return Task(success: [])
         }
-        let outcome = Deferred<Task<Void>.Result>()
-        let remaining = Atomic<Int>(tasks.count)
-        for task in tasks {
+        let outcome = Task<[Element.Success]>.Promise()
+        let collected = Mutex(CollectedValues<Element.Success>(count: tasks.count))
+        for (index, task) in tasks.enumerated() {
             uponInline(task) { result in
-                switch result {
-                case .success:
-                    if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-                        outcome.succeed()
+                switch result.taskResult {
+                case .success(let value):
+                    if let values = collected.withLock({ $0.record(value, at: index) }) {
+                        outcome.succeed(with: values)
                     }
                 case .failure(let error):
                     outcome.fail(with: error)
                 }
             }
         }
-        return Task(outcome, uponCancel: { tasks.forEach { $0.cancel() } })
+        return Task(Future(outcome), uponCancel: { tasks.forEach { $0.cancel() } })
     }
 }
 
-extension Task {
-    /// A task that succeeds with both values once this task and `other` succeeded, or fails with the
+extension Collection where Element: TaskProtocol, Element.Success == Void {
+    /// A task that succeeds once all these tasks succeeded, or fails with the first failure.
+    /// Cancelling it cancels them all. An empty collection gives a task that has succeeded.
+    ///
+    /// ```swift
+    /// saves.allSucceeded().uponSuccess(on: .main) { showSaved() }
+    /// ```
+    public func allSucceeded() -> Task<Void> {
+        let all: Task<[Void]> = allSucceeded()
+        return all.ignored()
+    }
+}
+
+/// The first task's value and the rest's, untyped, for ``TaskProtocol/andSuccess(of:)`` and its
+/// longer forms.
+private func allSuccesses(of tasks: [any TaskProtocol]) -> Task<[any Sendable]> {
+    tasks.map { task in task.untypedSuccess() }.allSucceeded()
+}
+
+extension TaskProtocol {
+    /// This task, with its value as `any Sendable`.
+    fileprivate func untypedSuccess() -> Task<any Sendable> {
+        everySuccess { $0 as any Sendable }
+    }
+}
+
+extension TaskProtocol {
+
+    /// A task that succeeds with both values once this task and `a` succeeded, or fails with the
     /// first failure. Cancelling it cancels both.
     ///
     /// ```swift
     /// let profile: Task<(User, [Friend])> = fetchUser(id).andSuccess(of: fetchFriends(for: id))
     /// ```
-    public func andSuccess<Other>(of other: Task<Other>) -> Task<(Success, Other)> {
-        let outcome = Deferred<Task<(Success, Other)>.Result>()
-        let failFirst: @Sendable (any Error) -> Void = { outcome.fail(with: $0) }
-        uponInline(self) { if case .failure(let error) = $0 { failFirst(error) } }
-        uponInline(other) { if case .failure(let error) = $0 { failFirst(error) } }
-        uponInline(self.and(other)) { results in
-            if case .success(let value) = results.0, case .success(let otherValue) = results.1 {
-                outcome.succeed(with: (value, otherValue))
-            }
-        }
-        return Task<(Success, Other)>(outcome, uponCancel: { [self] in
-            cancel()
-            other.cancel()
-        })
-    }
-
-    /// A task that succeeds with all three values once this task, `other` and `third` succeeded, or
-    /// fails with the first failure. Cancelling it cancels them all.
-    public func andSuccess<Other, Third>(
-        of other: Task<Other>, _ third: Task<Third>
-    ) -> Task<(Success, Other, Third)> {
-        andSuccess(of: other).andSuccess(of: third).map(upon: InlineExecutor.shared) { values in
-            (values.0.0, values.0.1, values.1)
+    public func andSuccess<A: TaskProtocol>(
+        of a: A
+    ) -> Task<(Success, A.Success)> {
+        allSuccesses(of: [self, a]).everySuccess { values in
+            // The casts cannot fail: each value comes from the task of that position and type.
+            (
+                values[0] as! Success,
+                values[1] as! A.Success
+            )
         }
     }
 
-    /// A task that succeeds with all four values once this task and the three others succeeded, or
-    /// fails with the first failure. Cancelling it cancels them all.
-    public func andSuccess<Other, Third, Fourth>(
-        of other: Task<Other>, _ third: Task<Third>, _ fourth: Task<Fourth>
-    ) -> Task<(Success, Other, Third, Fourth)> {
-        andSuccess(of: other, third).andSuccess(of: fourth).map(upon: InlineExecutor.shared) { values in
-            (values.0.0, values.0.1, values.0.2, values.1)
+    /// A task that succeeds with all 3 values once this task and the 2 others succeeded, or fails
+    /// with the first failure. Cancelling it cancels them all.
+    public func andSuccess<A: TaskProtocol, B: TaskProtocol>(
+        of a: A, _ b: B
+    ) -> Task<(Success, A.Success, B.Success)> {
+        allSuccesses(of: [self, a, b]).everySuccess { values in
+            // The casts cannot fail: each value comes from the task of that position and type.
+            (
+                values[0] as! Success,
+                values[1] as! A.Success,
+                values[2] as! B.Success
+            )
+        }
+    }
+
+    /// A task that succeeds with all 4 values once this task and the 3 others succeeded, or fails
+    /// with the first failure. Cancelling it cancels them all.
+    public func andSuccess<A: TaskProtocol, B: TaskProtocol, C: TaskProtocol>(
+        of a: A, _ b: B, _ c: C
+    ) -> Task<(Success, A.Success, B.Success, C.Success)> {
+        allSuccesses(of: [self, a, b, c]).everySuccess { values in
+            // The casts cannot fail: each value comes from the task of that position and type.
+            (
+                values[0] as! Success,
+                values[1] as! A.Success,
+                values[2] as! B.Success,
+                values[3] as! C.Success
+            )
+        }
+    }
+
+    /// A task that succeeds with all 5 values once this task and the 4 others succeeded, or fails
+    /// with the first failure. Cancelling it cancels them all.
+    public func andSuccess<A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol>(
+        of a: A, _ b: B, _ c: C, _ d: D
+    ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success)> {
+        allSuccesses(of: [self, a, b, c, d]).everySuccess { values in
+            // The casts cannot fail: each value comes from the task of that position and type.
+            (
+                values[0] as! Success,
+                values[1] as! A.Success,
+                values[2] as! B.Success,
+                values[3] as! C.Success,
+                values[4] as! D.Success
+            )
+        }
+    }
+
+    /// A task that succeeds with all 6 values once this task and the 5 others succeeded, or fails
+    /// with the first failure. Cancelling it cancels them all.
+    public func andSuccess<A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol, E: TaskProtocol>(
+        of a: A, _ b: B, _ c: C, _ d: D, _ e: E
+    ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success)> {
+        allSuccesses(of: [self, a, b, c, d, e]).everySuccess { values in
+            // The casts cannot fail: each value comes from the task of that position and type.
+            (
+                values[0] as! Success,
+                values[1] as! A.Success,
+                values[2] as! B.Success,
+                values[3] as! C.Success,
+                values[4] as! D.Success,
+                values[5] as! E.Success
+            )
+        }
+    }
+
+    /// A task that succeeds with all 7 values once this task and the 6 others succeeded, or fails
+    /// with the first failure. Cancelling it cancels them all.
+    public func andSuccess<
+        A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol, E: TaskProtocol, F: TaskProtocol
+    >(
+        of a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F
+    ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success, F.Success)> {
+        allSuccesses(of: [self, a, b, c, d, e, f]).everySuccess { values in
+            // The casts cannot fail: each value comes from the task of that position and type.
+            (
+                values[0] as! Success,
+                values[1] as! A.Success,
+                values[2] as! B.Success,
+                values[3] as! C.Success,
+                values[4] as! D.Success,
+                values[5] as! E.Success,
+                values[6] as! F.Success
+            )
+        }
+    }
+
+    /// A task that succeeds with all 8 values once this task and the 7 others succeeded, or fails
+    /// with the first failure. Cancelling it cancels them all.
+    public func andSuccess<
+        A: TaskProtocol, B: TaskProtocol, C: TaskProtocol, D: TaskProtocol,
+        E: TaskProtocol, F: TaskProtocol, G: TaskProtocol
+    >(
+        of a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G
+    ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success, F.Success, G.Success)> {
+        allSuccesses(of: [self, a, b, c, d, e, f, g]).everySuccess { values in
+            // The casts cannot fail: each value comes from the task of that position and type.
+            (
+                values[0] as! Success,
+                values[1] as! A.Success,
+                values[2] as! B.Success,
+                values[3] as! C.Success,
+                values[4] as! D.Success,
+                values[5] as! E.Success,
+                values[6] as! F.Success,
+                values[7] as! G.Success
+            )
         }
     }
 }

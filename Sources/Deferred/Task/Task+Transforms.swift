@@ -1,6 +1,6 @@
 import Dispatch
 
-extension Task {
+extension TaskProtocol {
     /// Calls `body` with the value if the task succeeds; does nothing if it fails.
     ///
     /// ```swift
@@ -8,110 +8,149 @@ extension Task {
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `body` runs; by default the scheduler the caller executes on, or else a
-    ///     background queue.
+    ///   - queue: where `body` runs; by default a concurrent background queue
+    ///     (``FutureProtocol/defaultUponExecutor``), wherever the caller runs.
     ///   - body: the work to do with the value.
+    @preconcurrency
     public func uponSuccess(
-        on executor: any Executor = defaultExecutor(),
+        on queue: PreferredExecutor = Self.defaultUponExecutor,
         execute body: @escaping @Sendable (Success) -> Void
     ) {
+        uponSuccess(on: queue as any Executor, execute: body)
+    }
+
+    /// Calls `body` with the value on `executor` if the task succeeds.
+    @preconcurrency
+    public func uponSuccess(on executor: any Executor, execute body: @escaping @Sendable (Success) -> Void) {
         upon(executor) { result in
-            if case .success(let value) = result {
+            if case .success(let value) = result.taskResult {
                 body(value)
             }
         }
     }
 
-    /// Calls `body` with the value on `queue` if the task succeeds.
-    public func uponSuccess(on queue: DispatchQueue, execute body: @escaping @Sendable (Success) -> Void) {
-        uponSuccess(on: queue as any Executor, execute: body)
-    }
-
     /// Calls `body` with the error if the task fails; does nothing if it succeeds.
     ///
     /// - Parameters:
-    ///   - executor: where `body` runs; by default the scheduler the caller executes on, or else a
-    ///     background queue.
+    ///   - queue: where `body` runs; by default a concurrent background queue
+    ///     (``FutureProtocol/defaultUponExecutor``), wherever the caller runs.
     ///   - body: the work to do with the error.
+    @preconcurrency
     public func uponFailure(
-        on executor: any Executor = defaultExecutor(),
+        on queue: PreferredExecutor = Self.defaultUponExecutor,
         execute body: @escaping @Sendable (any Error) -> Void
     ) {
+        uponFailure(on: queue as any Executor, execute: body)
+    }
+
+    /// Calls `body` with the error on `executor` if the task fails.
+    @preconcurrency
+    public func uponFailure(on executor: any Executor, execute body: @escaping @Sendable (any Error) -> Void) {
         upon(executor) { result in
-            if case .failure(let error) = result {
+            if case .failure(let error) = result.taskResult {
                 body(error)
             }
         }
-    }
-
-    /// Calls `body` with the error on `queue` if the task fails.
-    public func uponFailure(on queue: DispatchQueue, execute body: @escaping @Sendable (any Error) -> Void) {
-        uponFailure(on: queue as any Executor, execute: body)
     }
 
     /// A task of `transform` applied to this task's value; a failure, or an error `transform` throws,
     /// becomes the new task's failure. Cancelling the new task cancels this one.
     ///
     /// ```swift
-    /// let names: Task<[String]> = fetchFriends(for: jimbob).map { $0.map(\.name) }
+    /// let names: Task<[String]> = fetchFriends(for: jimbob).map(upon: .any()) { $0.map(\.name) }
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `transform` runs; by default the scheduler the caller executes on, or
-    ///     else a background queue.
+    ///   - executor: where `transform` runs; by default a concurrent background queue.
     ///   - transform: makes the new value from this task's value.
-    public func map<NewSuccess>(
+    @preconcurrency
+    public func map<NewSuccess: Sendable>(
         upon executor: any Executor = defaultExecutor(),
         transform: @escaping @Sendable (Success) throws -> NewSuccess
     ) -> Task<NewSuccess> {
-        let mapped = future.map(upon: executor) { result in
-            result.flatMap { value in Task<NewSuccess>.Result { try transform(value) } }
+        let mapped = Task<NewSuccess>.Promise()
+        upon(executor) { result in
+            mapped.fill(with: result.taskResult.flatMap { value in Task<NewSuccess>.Result { try transform(value) } })
         }
-        return Task<NewSuccess>(mapped, uponCancel: cancellation.cancel)
+        return Task<NewSuccess>(Future(mapped), uponCancel: { self.cancel() })
     }
 
     /// A task of `transform` applied to this task's value, with `transform` running on `queue`.
-    public func map<NewSuccess>(
-        upon queue: DispatchQueue,
+    @preconcurrency
+    public func map<NewSuccess: Sendable>(
+        upon queue: PreferredExecutor,
         transform: @escaping @Sendable (Success) throws -> NewSuccess
     ) -> Task<NewSuccess> {
         map(upon: queue as any Executor, transform: transform)
     }
 
-    /// Starts the next task with this task's value, and finishes as that task does; a failure, or an
-    /// error `start` throws, skips it. Cancelling the new task cancels whichever of the two runs.
+    /// A view of this task whose value is `transform` applied to this one's, recomputed every time it
+    /// is read, wherever it is read: for cheap projections such as unwrapping. Cancelling it cancels
+    /// this task.
     ///
     /// ```swift
-    /// let avatar: Task<Image> = fetchUser(id).andThen { user in downloadImage(at: user.avatarURL) }
+    /// let count: Task<Int> = fetchFriends(for: jimbob).everySuccess { $0.count }
+    /// ```
+    @preconcurrency
+    public func everySuccess<NewSuccess: Sendable>(
+        per transform: @escaping @Sendable (Success) -> NewSuccess
+    ) -> Task<NewSuccess> {
+        let projected = every { $0.taskResult.map(transform) }
+        return Task<NewSuccess>(projected, uponCancel: { self.cancel() })
+    }
+
+    /// A task that finishes when this one does, with its failure or with no value: for those who care
+    /// whether, not what. Cancelling it cancels this task.
+    ///
+    /// ```swift
+    /// let saved: Task<Void> = save(document).ignored()
+    /// ```
+    public func ignored() -> Task<Void> {
+        everySuccess { _ in () }
+    }
+
+    /// Starts the next task with this task's value, and finishes as that task does; a failure, or an
+    /// error `start` throws, skips it. The next task's outcome is delivered through `executor` too.
+    /// Cancelling the new task cancels whichever of the two runs.
+    ///
+    /// ```swift
+    /// let avatar: Task<Image> = fetchUser(id).andThen(upon: .any()) { user in
+    ///     downloadImage(at: user.avatarURL)
+    /// }
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `start` runs; by default the scheduler the caller executes on, or else a
+    ///   - executor: where `start` runs and the next task's outcome arrives; by default a concurrent
     ///     background queue.
     ///   - start: begins the next task.
-    public func andThen<NewSuccess>(
+    @preconcurrency
+    public func andThen<NewTask: TaskProtocol>(
         upon executor: any Executor = defaultExecutor(),
-        start: @escaping @Sendable (Success) throws -> Task<NewSuccess>
-    ) -> Task<NewSuccess> {
-        let chain = TaskCancellation(cancellation.cancel)
-        let outcome = Deferred<Task<NewSuccess>.Result>()
-        upon(executor) { result in
+        start: @escaping @Sendable (Success) throws -> NewTask
+    ) -> Task<NewTask.Success> {
+        let chain = TaskCancellation({ self.cancel() })
+        let outcome = Task<NewTask.Success>.Promise()
+        let reference = ExecutorReference(executor)
+        // The handler holds the chain weakly: this task may never finish, and the chain's handler
+        // holds this task. Once the new task is gone, nobody can cancel the next one anyway.
+        upon(executor) { [weak chain] result in
             do {
-                let next = try start(result.get())
-                chain.started(next)
-                uponInline(next) { outcome.fill(with: $0) }
+                let next = try start(result.taskResult.get())
+                chain?.started(next)
+                next.upon(reference.executor) { outcome.fill(with: $0.taskResult) }
             } catch {
                 outcome.fill(with: .failure(error))
             }
         }
-        return Task<NewSuccess>(outcome, uponCancel: chain.cancel)
+        return Task<NewTask.Success>(Future(outcome), uponCancel: chain.cancel)
     }
 
     /// Starts the next task with this task's value, running `start` on `queue`.
-    public func andThen<NewSuccess>(
-        upon queue: DispatchQueue,
-        start: @escaping @Sendable (Success) throws -> Task<NewSuccess>
-    ) -> Task<NewSuccess> {
+    @preconcurrency
+    public func andThen<NewTask: TaskProtocol>(
+        upon queue: PreferredExecutor,
+        start: @escaping @Sendable (Success) throws -> NewTask
+    ) -> Task<NewTask.Success> {
         andThen(upon: queue as any Executor, start: start)
     }
 
@@ -119,26 +158,28 @@ extension Task {
     /// an error `substitution` throws is the new failure. Cancelling the new task cancels this one.
     ///
     /// ```swift
-    /// let friends: Task<[Friend]> = fetchFriends(for: jimbob).recover { _ in cachedFriends }
+    /// let friends: Task<[Friend]> = fetchFriends(for: jimbob).recover(upon: .any()) { _ in cachedFriends }
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `substitution` runs; by default the scheduler the caller executes on, or
-    ///     else a background queue.
+    ///   - executor: where `substitution` runs; by default a concurrent background queue.
     ///   - substitution: makes a value from the error.
+    @preconcurrency
     public func recover(
         upon executor: any Executor = defaultExecutor(),
         substituting substitution: @escaping @Sendable (any Error) throws -> Success
     ) -> Task<Success> {
-        let recovered = future.map(upon: executor) { result in
-            result.flatMapError { error in Result { try substitution(error) } }
+        let recovered = Task<Success>.Promise()
+        upon(executor) { result in
+            recovered.fill(with: result.taskResult.flatMapError { error in Result { try substitution(error) } })
         }
-        return Task(recovered, uponCancel: cancellation.cancel)
+        return Task(Future(recovered), uponCancel: { self.cancel() })
     }
 
     /// A task that replaces this task's failure with a value, running `substitution` on `queue`.
+    @preconcurrency
     public func recover(
-        upon queue: DispatchQueue,
+        upon queue: PreferredExecutor,
         substituting substitution: @escaping @Sendable (any Error) throws -> Success
     ) -> Task<Success> {
         recover(upon: queue as any Executor, substituting: substitution)
@@ -148,43 +189,51 @@ extension Task {
     /// Cancelling the new task cancels whichever of the two runs.
     ///
     /// ```swift
-    /// let friends: Task<[Friend]> = fetchFriends(for: jimbob).fallback { _ in loadCachedFriends() }
+    /// let friends: Task<[Friend]> = fetchFriends(for: jimbob).fallback(upon: .any()) { _ in
+    ///     loadCachedFriends()
+    /// }
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: where `restart` runs; by default the scheduler the caller executes on, or else
-    ///     a background queue.
+    ///   - executor: where `restart` runs and the replacement's outcome arrives; by default a
+    ///     concurrent background queue.
     ///   - restart: begins the replacement task; an error it throws is the new failure.
-    public func fallback(
+    @preconcurrency
+    public func fallback<NewTask: TaskProtocol>(
         upon executor: any Executor = defaultExecutor(),
-        to restart: @escaping @Sendable (any Error) throws -> Task<Success>
-    ) -> Task<Success> {
-        let chain = TaskCancellation(cancellation.cancel)
-        let outcome = Deferred<Result>()
-        upon(executor) { result in
-            guard case .failure(let error) = result else {
-                outcome.fill(with: result)
+        to restart: @escaping @Sendable (any Error) throws -> NewTask
+    ) -> Task<Success> where NewTask.Success == Success {
+        let chain = TaskCancellation({ self.cancel() })
+        let outcome = Task<Success>.Promise()
+        let reference = ExecutorReference(executor)
+        // Weakly, as in andThen: this task may never finish, and the chain's handler holds it.
+        upon(executor) { [weak chain] result in
+            guard case .failure(let error) = result.taskResult else {
+                outcome.fill(with: result.taskResult)
                 return
             }
             do {
                 let replacement = try restart(error)
-                chain.started(replacement)
-                uponInline(replacement) { outcome.fill(with: $0) }
+                chain?.started(replacement)
+                replacement.upon(reference.executor) { outcome.fill(with: $0.taskResult) }
             } catch {
                 outcome.fill(with: .failure(error))
             }
         }
-        return Task(outcome, uponCancel: chain.cancel)
+        return Task(Future(outcome), uponCancel: chain.cancel)
     }
 
     /// A task that, if this one fails, starts another with the error, running `restart` on `queue`.
-    public func fallback(
-        upon queue: DispatchQueue,
-        to restart: @escaping @Sendable (any Error) throws -> Task<Success>
-    ) -> Task<Success> {
+    @preconcurrency
+    public func fallback<NewTask: TaskProtocol>(
+        upon queue: PreferredExecutor,
+        to restart: @escaping @Sendable (any Error) throws -> NewTask
+    ) -> Task<Success> where NewTask.Success == Success {
         fallback(upon: queue as any Executor, to: restart)
     }
+}
 
+extension Task {
     /// Starts a task, and starts it again each time it fails, up to `count` more times, while
     /// `shouldRetry` agrees. Finishes with the first success or the last failure.
     ///
@@ -197,14 +246,26 @@ extension Task {
     /// Cancelling the task cancels the attempt that runs and starts no more.
     ///
     /// - Parameters:
-    ///   - executor: where `startTask` and `shouldRetry` run; by default the scheduler the caller
-    ///     executes on, or else a background queue.
+    ///   - queue: where `startTask` and `shouldRetry` run; by default a concurrent background queue.
     ///   - numberOfRetries: how many times to start again after the first attempt; the task runs at
     ///     most `numberOfRetries + 1` times. Negative counts as zero.
     ///   - shouldRetry: whether a failure with this error is worth another attempt.
     ///   - startTask: starts an attempt; an error it throws counts as that attempt's failure.
+    @preconcurrency
     public static func `repeat`(
-        upon executor: any Executor = defaultExecutor(),
+        upon queue: PreferredExecutor = .any(),
+        count numberOfRetries: Int = 3,
+        continuingIf shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        to startTask: @escaping @Sendable () throws -> Task<Success>
+    ) -> Task<Success> {
+        `repeat`(upon: queue as any Executor, count: numberOfRetries, continuingIf: shouldRetry, to: startTask)
+    }
+
+    /// Starts a task, and starts it again each time it fails, as ``repeat(upon:count:continuingIf:to:)``
+    /// does, with `startTask` and `shouldRetry` running on `executor`.
+    @preconcurrency
+    public static func `repeat`(
+        upon executor: any Executor,
         count numberOfRetries: Int = 3,
         continuingIf shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
         to startTask: @escaping @Sendable () throws -> Task<Success>
@@ -215,7 +276,7 @@ extension Task {
             executor: ExecutorReference(executor), outcome: outcome, chain: chain,
             shouldRetry: shouldRetry, startTask: startTask)
         executor.submit { attempts.start(retriesLeft: max(0, numberOfRetries)) }
-        return Task(outcome, uponCancel: chain.cancel)
+        return Task(Future(outcome), uponCancel: chain.cancel)
     }
 }
 
@@ -223,7 +284,8 @@ extension Task {
 private struct RepeatedAttempts<Success: Sendable>: Sendable {
     let executor: ExecutorReference
     let outcome: Deferred<Task<Success>.Result>
-    let chain: TaskCancellation
+    /// Weakly: an attempt that never finishes holds these attempts, and the chain holds the attempt.
+    weak let chain: TaskCancellation?
     let shouldRetry: @Sendable (any Error) -> Bool
     let startTask: @Sendable () throws -> Task<Success>
 
@@ -235,9 +297,9 @@ private struct RepeatedAttempts<Success: Sendable>: Sendable {
         } catch {
             attempt = Task(failure: error)
         }
-        chain.started(attempt)
+        chain?.started(attempt)
         attempt.upon(executor.executor) { result in
-            if case .failure(let error) = result, retriesLeft > 0, !chain.isCancelled, shouldRetry(error) {
+            if case .failure(let error) = result, retriesLeft > 0, !(chain?.isCancelled ?? false), shouldRetry(error) {
                 start(retriesLeft: retriesLeft - 1)
             } else {
                 outcome.fill(with: result)

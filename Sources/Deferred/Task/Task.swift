@@ -6,26 +6,36 @@ import Flow
 ///
 /// ```swift
 /// func fetchFriends(for user: User) -> Task<[Friend]> {
-///     let outcome = Deferred<Task<[Friend]>.Result>()
+///     let promise = Task<[Friend]>.Promise()
 ///     let request = client.get("/users/\(user.id)/friends") { data, error in
-///         if let error { outcome.fail(with: error) } else { outcome.succeed(with: parse(data)) }
+///         if let error { promise.fail(with: error) } else { promise.succeed(with: parse(data)) }
 ///     }
-///     return Task(outcome, uponCancel: { request.cancel() })
+///     return Task(promise, uponCancel: { request.cancel() })
 /// }
 ///
 /// fetchFriends(for: jimbob)
-///     .map { $0.map(\.name) }
+///     .map(upon: .any()) { $0.map(\.name) }
 ///     .uponSuccess(on: .main) { names in dataSource.array = names }
 /// ```
 ///
-/// Inside a module that imports `Deferred`, `Task` names this type; write `_Concurrency.Task` for
-/// Swift's.
-public final class Task<Success: Sendable>: FutureProtocol {
+/// In a file that imports `Deferred` (or `Task`), `Task` names this type, as it did with Deferred;
+/// write `_Concurrency.Task` for Swift's.
+public final class Task<Success: Sendable>: TaskProtocol {
     /// The outcome of a task: its value, or the error it failed with.
     public typealias Result = Swift.Result<Success, any Error>
 
     /// A task's value is its outcome.
     public typealias Value = Result
+
+    /// The writing side of a task's outcome: fill it with ``PromiseProtocol/succeed(with:)`` or
+    /// ``PromiseProtocol/fail(with:)``, then hand out `Task(promise)`.
+    ///
+    /// ```swift
+    /// let promise = Task<Int>.Promise()
+    /// DispatchQueue.any().async { promise.succeed(with: 4) }
+    /// return Task(promise)
+    /// ```
+    public typealias Promise = Deferred<Result>
 
     @usableFromInline
     let future: Future<Result>
@@ -33,37 +43,80 @@ public final class Task<Success: Sendable>: FutureProtocol {
     @usableFromInline
     let cancellation: TaskCancellation
 
-    /// A task whose outcome is `wrapped`'s; ``cancel()`` runs `cancellation`, once.
+    /// A task whose outcome is `future`'s; ``cancel()`` runs `cancellation`, once, unless the
+    /// outcome is known by then.
+    ///
+    /// ```swift
+    /// return Task(promise, uponCancel: { request.cancel() })
+    /// let stuck = Task<Int>(.never) { print("cancelled") }
+    /// ```
     ///
     /// - Parameters:
-    ///   - wrapped: the future outcome.
-    ///   - cancellation: asks the work behind `wrapped` to stop, typically by filling it with a
-    ///     failure. It is released, unrun, once `wrapped` is filled.
-    public init<Wrapped: FutureProtocol>(
-        _ wrapped: Wrapped,
-        uponCancel cancellation: @escaping @Sendable () -> Void
-    ) where Wrapped.Value == Result {
-        future = Future(wrapped)
+    ///   - future: the future outcome.
+    ///   - cancellation: asks the work behind `future` to stop, typically by filling it with a
+    ///     failure. It runs on the thread that calls ``cancel()``, and is released, unrun, once
+    ///     `future` is filled.
+    @preconcurrency
+    public init(_ future: Future<Result>, uponCancel cancellation: (@Sendable () -> Void)? = nil) {
+        self.future = future
         self.cancellation = TaskCancellation(cancellation)
-        let pendingCancellation = self.cancellation
-        uponInline(future) { _ in pendingCancellation.discardHandler() }
+        if cancellation != nil {
+            // Weakly: the future may never be filled, and its handler must not keep the cancellation
+            // alive (its closure often captures the very deferred value the handler waits on).
+            let pendingCancellation = self.cancellation
+            uponInline(future) { [weak pendingCancellation] _ in pendingCancellation?.discardHandler() }
+        }
     }
 
-    /// A task whose outcome is `wrapped`'s, with nothing to do on ``cancel()``.
-    public init<Wrapped: FutureProtocol>(_ wrapped: Wrapped) where Wrapped.Value == Result {
-        future = Future(wrapped)
-        cancellation = TaskCancellation(nil)
+    /// A task whose outcome is `wrapped`'s; ``cancel()`` cancels `wrapped`, then runs `cancellation`.
+    ///
+    /// ```swift
+    /// let promise = Task<Int>.Promise()
+    /// let task = Task(promise)
+    /// ```
+    @preconcurrency
+    public convenience init<Wrapped: TaskProtocol>(
+        _ wrapped: Wrapped, uponCancel cancellation: (@Sendable () -> Void)? = nil
+    ) where Wrapped.Success == Success {
+        let future = Future<Result>(resultFrom: wrapped)
+        if cancellation == nil, wrapped is Deferred<Wrapped.Value> || wrapped is Future<Wrapped.Value> {
+            // A promise or a future has nothing to cancel.
+            self.init(future)
+            return
+        }
+        self.init(future, uponCancel: {
+            wrapped.cancel()
+            cancellation?()
+        })
+    }
+
+    /// A task whose value is `wrapped`'s, once it is filled: a future that cannot fail, as a task.
+    ///
+    /// ```swift
+    /// let count = Task(succeedsFrom: Deferred<Int>())
+    /// ```
+    @preconcurrency
+    public convenience init<Wrapped: FutureProtocol>(
+        succeedsFrom wrapped: Wrapped, uponCancel cancellation: (@Sendable () -> Void)? = nil
+    ) where Wrapped.Value == Success {
+        self.init(wrapped.every { Result.success($0) }, uponCancel: cancellation)
     }
 
     /// A task that has finished already, with `result`.
-    public init(_ result: Result) {
-        future = Future(value: result)
-        cancellation = TaskCancellation(nil)
+    public convenience init(_ result: Result) {
+        self.init(Future(value: result))
     }
 
-    /// A task that has succeeded already, with `value`.
-    public convenience init(success value: Success) {
-        self.init(.success(value))
+    /// A task that has succeeded already with `value`, or failed with the error `value` throws.
+    ///
+    /// ```swift
+    /// let done = Task(success: 42)
+    /// ```
+    ///
+    /// Disfavoured, so that a trailing closure (`Task { ... }`) is never taken for the value.
+    @_disfavoredOverload
+    public convenience init(success value: @autoclosure () throws -> Success) {
+        self.init(Result(catching: value))
     }
 
     /// A task that has failed already, with `error`.
@@ -71,7 +124,47 @@ public final class Task<Success: Sendable>: FutureProtocol {
         self.init(.failure(error))
     }
 
+    /// A task that has finished already with what `body` returns, or the error it throws.
+    ///
+    /// ```swift
+    /// let parsed = Task { try JSONDecoder().decode(Item.self, from: data) }
+    /// ```
+    public convenience init(catching body: () throws -> Success) {
+        self.init(Result(catching: body))
+    }
+
+    /// A task of the outcome of `operation`, run by Swift concurrency; cancelling the task cancels it.
+    ///
+    /// In a file that imports `Deferred` (or `Task`), `Task` names Deferred's type, so `Task { ... }`
+    /// with an `async` closure lands here, with a warning: the work runs as Swift's task would run it,
+    /// and its outcome fills this one. Write `_Concurrency.Task { ... }` for Swift's own.
+    @available(
+        *, deprecated,
+        message: "in a file that imports Deferred, Task is Deferred's task; write _Concurrency.Task { ... } for Swift's"
+    )
+    public convenience init(
+        priority: TaskPriority? = nil, operation: sending @escaping @isolated(any) () async throws -> Success
+    ) {
+        let promise = Promise()
+        let work = _Concurrency.Task(priority: priority) {
+            let result: Result
+            do {
+                result = .success(try await operation())
+            } catch {
+                result = .failure(error)
+            }
+            promise.fill(with: result)
+        }
+        self.init(Future(promise), uponCancel: { work.cancel() })
+    }
+
+    /// A task that never finishes; cancelling it does nothing.
+    public static var never: Task<Success> {
+        Task(Future<Result>.never)
+    }
+
     /// Calls `body` with the outcome once it is known, by submitting it to `executor`.
+    @preconcurrency
     @inlinable
     public func upon(_ executor: any Executor, execute body: @escaping @Sendable (Result) -> Void) {
         future.upon(executor, execute: body)
@@ -84,7 +177,7 @@ public final class Task<Success: Sendable>: FutureProtocol {
     }
 
     /// Blocks until the outcome is known or `time` has come, and returns it, or `nil` at the
-    /// deadline. See ``Deferred/wait(until:)`` for waiting on an event loop's thread.
+    /// deadline. See ``Deferred/wait(until:)`` for waiting inside an event loop's work.
     public func wait(until time: DispatchTime) -> Result? {
         future.wait(until: time)
     }
@@ -99,46 +192,46 @@ public final class Task<Success: Sendable>: FutureProtocol {
     public var isCancelled: Bool {
         cancellation.isCancelled
     }
+}
 
-    /// Runs `work` on `executor` and gives its outcome as a task: its return value, or the error it
-    /// threw.
-    ///
-    /// ```swift
-    /// let parsed: Task<Document> = .async(upon: .any()) { try Document(parsing: data) }
-    /// ```
-    ///
-    /// - Parameters:
-    ///   - executor: where `work` runs; by default the scheduler the caller executes on, or else a
-    ///     background queue.
-    ///   - cancellation: run by ``cancel()``, once, unless the work has finished.
-    ///   - work: the work.
-    public static func async(
-        upon executor: any Executor = defaultExecutor(),
-        uponCancel cancellation: (@Sendable () -> Void)? = nil,
-        execute work: @escaping @Sendable () throws -> Success
-    ) -> Task<Success> {
-        let outcome = Deferred<Result>()
-        executor.submit { outcome.fill(with: Result { try work() }) }
-        guard let cancellation else {
-            return Task(outcome)
+extension Future {
+    /// A future of the outcome of `wrapped`: the same outcome, as a `Result`.
+    public init<Wrapped: TaskProtocol>(resultFrom wrapped: Wrapped) where Value == Task<Wrapped.Success>.Result {
+        if let task = wrapped as? Task<Wrapped.Success> {
+            self = task.future
+        } else if let same = wrapped as? Future<Value> {
+            self = same
+        } else if let deferred = wrapped as? Deferred<Value> {
+            self.init(deferred)
+        } else {
+            self.init(wrapped.every { $0.taskResult })
         }
-        return Task(outcome, uponCancel: cancellation)
     }
 
-    /// Runs `work` on `queue` and gives its outcome as a task.
-    public static func async(
-        upon queue: DispatchQueue,
-        uponCancel cancellation: (@Sendable () -> Void)? = nil,
-        execute work: @escaping @Sendable () throws -> Success
-    ) -> Task<Success> {
-        async(upon: queue as any Executor, uponCancel: cancellation, execute: work)
+    /// A future of a success with `wrapped`'s value, once it is filled.
+    public init<Wrapped: FutureProtocol>(succeedsFrom wrapped: Wrapped) where Value == Task<Wrapped.Value>.Result {
+        self.init(wrapped.every { Task<Wrapped.Value>.Result.success($0) })
+    }
+}
+
+extension TaskProtocol {
+    /// This task as a ``Task``: hides its type; cancelling the ``Task`` cancels this one.
+    ///
+    /// ```swift
+    /// func load() -> Task<Int> { promise.eraseToTask() }
+    /// ```
+    public func eraseToTask() -> Task<Success> {
+        if let task = self as? Task<Success> {
+            return task
+        }
+        return Task(self)
     }
 }
 
 /// What cancelling a task does: run, once, the handler of the step running now.
 ///
-/// A task made of steps that start one after another (``Task/andThen(upon:start:)``,
-/// ``Task/fallback(upon:to:)``, ``Task/repeat(upon:count:continuingIf:to:)``) records each step as it
+/// A task made of steps that start one after another (``TaskProtocol/andThen(upon:start:)``,
+/// ``TaskProtocol/fallback(upon:to:)``, ``Task/repeat(upon:count:continuingIf:to:)``) records each step as it
 /// starts; once cancelled, a step that starts later is cancelled at once. The handler is dropped once
 /// the task finished.
 @usableFromInline
@@ -168,7 +261,7 @@ final class TaskCancellation: Sendable {
     }
 
     /// Records the step that runs now; cancels it at once if the task was cancelled.
-    func started<StepSuccess>(_ step: Task<StepSuccess>) {
+    func started<Step: TaskProtocol>(_ step: Step) {
         let isCancelled = state.withLock { state in
             if !state.isCancelled {
                 state.cancelCurrentStep = { step.cancel() }
@@ -185,5 +278,22 @@ final class TaskCancellation: Sendable {
         let handler = state.withLock { $0.cancelCurrentStep.take() }
         // Released here, outside the lock: its captures' deinitializers may run user code.
         _ = handler
+    }
+}
+
+extension Future {
+    /// A future of a task's outcome that has succeeded already with `value`, or failed with the error
+    /// `value` throws.
+    ///
+    /// ```swift
+    /// let done = Future<Task<Int>.Result>(success: 42)
+    /// ```
+    public init<Success>(success value: @autoclosure () throws -> Success) where Value == Task<Success>.Result {
+        self.init(value: Task<Success>.Result(catching: value))
+    }
+
+    /// A future of a task's outcome that has failed already with `error`.
+    public init<Success>(failure error: any Error) where Value == Task<Success>.Result {
+        self.init(value: .failure(error))
     }
 }

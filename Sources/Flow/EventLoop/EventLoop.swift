@@ -360,7 +360,7 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private var hasQueuedWork: Bool {
+    var hasQueuedWork: Bool {
         !loopJobs.isEmpty || !submissions.withLock { $0.jobs.isEmpty } || isStopRequested.load(ordering: .relaxed)
     }
 
