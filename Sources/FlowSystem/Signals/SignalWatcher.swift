@@ -29,8 +29,8 @@ import Glibc
 /// server whose loop should end once its listeners and connections are closed.
 ///
 /// Close watchers before ``EventLoop/close()``: closing the loop closes their libuv handles without
-/// telling them, so their memory stays allocated; ``close()`` then fails with
-/// ``EventLoopError/closed`` and ends their ``signals`` sequences.
+/// telling them. ``close()`` then fails with ``EventLoopError/closed``, ends their ``signals``
+/// sequences and frees what the handles held.
 public final class SignalWatcher: @unchecked Sendable {
     // @unchecked Sendable: `handles`, `handler` and `isOpen` are used only in the loop's context
     // (`watch` asserts it, `close()` hops there); `sequences` is guarded by its mutex.
@@ -197,6 +197,7 @@ public final class SignalWatcher: @unchecked Sendable {
                 try loop.submit(run)
             } catch {
                 finishSequences()
+                releaseHandlesOfClosedLoop()
                 closed.fail(error)
             }
         }
@@ -218,6 +219,22 @@ public final class SignalWatcher: @unchecked Sendable {
         }
         handles = []
         loop.libuvStateDidChange()
+    }
+
+    /// Frees the handles of a watcher whose loop was closed first. Closing the loop closed them without
+    /// telling this watcher; libuv holds no pointer to them any more, so their memory and the
+    /// references they held on the watcher are given back here. Runs once: the loop runs nothing now.
+    private func releaseHandlesOfClosedLoop() {
+        guard loop.isClosed else { return }
+        let orphans = handles
+        handles = []
+        isOpen = false
+        for handle in orphans {
+            _ = Owner.release(handle.pointee.data, as: SignalWatcher.self)
+            handle.deallocate()
+        }
+        openHandleCount = 0
+        handler = nil
     }
 
     private func finishSequences() {
