@@ -10,7 +10,7 @@ import Synchronization
 /// ```swift
 /// let clock = VirtualTimeScheduler()
 /// let scheduler = clock.scheduler
-/// let fired = Mutex(false)
+/// let fired = Synchronization.Mutex(false)
 /// scheduler.async(after: 5) { fired.withLock { $0 = true } }
 /// clock.advance(by: .seconds(4))   // nothing yet
 /// clock.advance(by: .seconds(1))   // runs the work, with `clock.now == .seconds(5)`
@@ -58,7 +58,7 @@ public final class VirtualTimeScheduler: Sendable {
     }
 
     // Guarded by the mutex; work is always taken out of it and run after the lock is released.
-    private let state: Mutex<State>
+    private let state: Synchronization.Mutex<State>
     private let startNanoseconds: UInt64
 
     /// Creates a clock reading `uptimeNanoseconds` (zero by default), with nothing scheduled.
@@ -67,7 +67,7 @@ public final class VirtualTimeScheduler: Sendable {
     /// let clock = VirtualTimeScheduler()
     /// ```
     public init(uptimeNanoseconds: UInt64 = 0) {
-        state = Mutex(State(uptimeNanoseconds: uptimeNanoseconds))
+        state = Synchronization.Mutex(State(uptimeNanoseconds: uptimeNanoseconds))
         startNanoseconds = uptimeNanoseconds
     }
 

@@ -19,6 +19,7 @@ extension Scheduler {
     ///   - delay: seconds to wait; a negative delay counts as zero.
     ///   - work: what to run on this scheduler.
     /// - Returns: the disposable that cancels the timer.
+    @preconcurrency
     @discardableResult
     @inlinable
     public func timer(after delay: Double, execute work: @escaping @Sendable () -> Void) -> Disposable {
@@ -37,6 +38,7 @@ extension Scheduler {
     /// ```
     ///
     /// - Returns: the disposable that cancels the timer.
+    @preconcurrency
     @discardableResult
     public func timer(atUptimeNanoseconds deadline: UInt64, execute work: @escaping @Sendable () -> Void) -> Disposable {
         if let loop = eventLoop {
@@ -71,6 +73,7 @@ extension Scheduler {
     ///   - missedTicks: what to do about ticks whose time passed while the scheduler was busy.
     ///   - work: run on this scheduler for every tick, with the tick's number and due time.
     /// - Returns: the disposable that stops the timer.
+    @preconcurrency
     public func repeatingTimer(
         every interval: Double,
         startingAfter initialDelay: Double? = nil,
@@ -95,6 +98,7 @@ extension Scheduler {
     /// ```swift
     /// bag += scheduler.repeatingTimer(every: 60) { refreshFeed() }
     /// ```
+    @preconcurrency
     public func repeatingTimer(
         every interval: Double,
         startingAfter initialDelay: Double? = nil,

@@ -22,7 +22,7 @@ let jimbobsFriends = [Friend(name: "Ann"), Friend(name: "Bo")]
 
 /// The table's data source.
 final class FakeDataSource: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Synchronization.Mutex<[String]>([])
 
     var array: [String] {
         get { storage.withLock { $0 } }

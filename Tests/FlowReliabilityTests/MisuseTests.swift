@@ -1,6 +1,7 @@
 import Dispatch
 import Flow
 import FlowTesting
+import FlowTimers
 import Foundation
 import Testing
 
@@ -59,18 +60,55 @@ struct LoopMisuseTests {
         #expect(ran.current == 10_000)
     }
 
-    @Test("closing a loop with a future waiting on one of its timers fails that future with FutureAbandonedError")
+    @Test("closing a loop fails the library's futures waiting on its timers (here a delay) with FutureAbandonedError")
     func closingALoopFailsFuturesWaitingOnItsTimers() throws {
         let loop = EventLoop(name: "misuse.closeTimers")
-        let delayed = Future<Int>(on: .none) { completion in
-            loop.execute(after: 3600) { completion(.success(1)) }
-            return NilDisposer()
-        }
+        let delayed = Future(1).delay(on: loop.scheduler) { _ in 3600 }
         #expect(delayed.result == nil)
         try loop.close()
         let error = try #require(delayed.result?.error)
         #expect(error is FutureAbandonedError, "got \(error)")
         #expect("\(error)".contains("released its completion callback without calling it"))
+    }
+
+    @Test("shutting a loop down fails a repetition waiting on the loop's timer between runs with FutureAbandonedError")
+    func shuttingALoopDownFailsARepetitionWaitingOnItsTimer() throws {
+        let loop = EventLoop.startOnNewThread(name: "misuse.closeRepeat")
+        let runs = AtomicCounter()
+        let repeated = loop.scheduler.sync {
+            Future<Int>(on: .none) { completion in
+                runs.increment()
+                completion(.failure(CancellationError()))
+                return NilDisposer()
+            }
+            .onErrorRepeat(delayBetweenRepetitions: 3600)
+        }
+        loop.shutdown()
+        let error = try #require(repeated.result?.error)
+        #expect(error is FutureAbandonedError, "got \(error)")
+        #expect(runs.current == 1)
+    }
+
+    @Test("shutting a loop down fails a timeout(after:) waiting on the loop's timer with FutureAbandonedError")
+    func shuttingALoopDownFailsATimeoutWaitingOnItsTimer() throws {
+        let loop = EventLoop.startOnNewThread(name: "misuse.closeTimeout")
+        let limited = loop.scheduler.sync { Future<Int>(.forever).timeout(after: 3600) }
+        loop.shutdown()
+        let error = try #require(limited.result?.error)
+        #expect(error is FutureAbandonedError, "got \(error)")
+    }
+
+    @Test("closing a loop leaves a user's operation whose timer it dropped pending, as Flow would, until cancelled")
+    func closingALoopLeavesAUsersOperationPending() throws {
+        let loop = EventLoop(name: "misuse.closeUserTimer")
+        let delayed = Future<Int>(on: .none) { completion in
+            loop.execute(after: 3600) { completion(.success(1)) }
+            return NilDisposer()
+        }
+        try loop.close()
+        #expect(delayed.result == nil)
+        delayed.cancel()
+        #expect(delayed.result?.error as? FutureError == .aborted)
     }
 
     @Test("closing a loop from its own work throws closedFromInsideTheLoop and the loop keeps running")
@@ -247,9 +285,25 @@ struct FutureMisuseTests {
         #expect(message.contains("maxConcurrentCount must be at least 1"))
     }
 
-    @Test("an operation that drops its completion callback fails its future with FutureAbandonedError")
-    func droppedCompletionFailsTheFuture() {
-        let future = Future<Int>(on: .none) { _ in NilDisposer() }
-        #expect(future.result?.error is FutureAbandonedError)
+    @Test("an operation that drops its completion callback leaves its future pending, so select and replace work around it")
+    func droppedCompletionLeavesTheFuturePending() {
+        let never = Future<Int>(on: .none) { _ in NilDisposer() }
+        #expect(never.result == nil)
+        let selected = select(Future(1), or: Future<Int>(on: .none) { _ in NilDisposer() })
+        #expect(selected.result?.value?.left == 1)
+        never.cancel()
+        #expect(never.result?.error as? FutureError == .aborted)
     }
+
+    #if DEBUG
+    @Test("in debug builds, a dropped completion callback is reported on standard error with the future's creation site")
+    func droppedCompletionIsReported() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            _ = Future<Int>(on: .none) { _ in NilDisposer() }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("released its completion callback without calling it"))
+        #expect(message.contains("MisuseTests.swift:"))
+    }
+    #endif
 }

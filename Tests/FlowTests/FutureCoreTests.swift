@@ -284,13 +284,20 @@ struct FutureCoreTests {
         #expect(operation.future.result?.error as? FutureError == .aborted)
     }
 
-    @Test("an operation that releases its completion uncalled fails its future with FutureAbandonedError")
-    func abandonedOperationFails() {
-        let operation = Operation<Int>(on: .none)
-        let observed = operation.future.map(on: .none) { $0 }
-        operation.abandon()
-        #expect(observed.result?.error is FutureAbandonedError)
-        #expect("\(observed.result!.error!)".contains("FutureCoreTests.swift"))
+    @Test("an operation that releases its completion uncalled leaves its future pending until cancelled, as in Flow")
+    func abandonedOperationStaysPending() {
+        let count = LiveFutureCount()
+        count.track {
+            let operation = Operation<Int>(on: .none)
+            let observed = operation.future.map(on: .none) { $0 }
+            operation.abandon()
+            #expect(operation.future.result == nil)
+            #expect(observed.result == nil)
+            observed.cancel()
+            #expect(observed.result?.error as? FutureError == .aborted)
+            #expect(operation.future.result?.error as? FutureError == .aborted)
+        }
+        #expect(count.value == 0)
     }
 
     @Test("a future's description names its state and, in debug builds, where it was created")

@@ -492,9 +492,9 @@ private final class WeakBox<Object: AnyObject & Sendable>: Sendable {
         weak var object: Object?
     }
 
-    private let reference: Mutex<Reference>
+    private let reference: Synchronization.Mutex<Reference>
 
-    init(_ object: Object) { reference = Mutex(Reference(object: object)) }
+    init(_ object: Object) { reference = Synchronization.Mutex(Reference(object: object)) }
 
     var object: Object? { reference.withLock { $0.object } }
 }

@@ -16,7 +16,7 @@ func expectSignal(_ semaphore: DispatchSemaphore, _ what: String, sourceLocation
 
 /// Values appended from any thread, read by the test.
 final class Recorder<Value: Sendable>: Sendable {
-    private let storage = Mutex<[Value]>([])
+    private let storage = Synchronization.Mutex<[Value]>([])
 
     func append(_ value: Value) { storage.withLock { $0.append(value) } }
 
@@ -27,9 +27,9 @@ final class Recorder<Value: Sendable>: Sendable {
 
 /// A value shared between a test and the work it schedules, guarded by a mutex.
 final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
+    private let storage: Synchronization.Mutex<Value>
 
-    init(_ value: Value) { storage = Mutex(value) }
+    init(_ value: Value) { storage = Synchronization.Mutex(value) }
 
     var value: Value { storage.withLock { $0 } }
 

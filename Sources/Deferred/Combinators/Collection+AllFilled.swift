@@ -14,7 +14,7 @@ extension Collection where Element: FutureProtocol {
             return Future(value: [])
         }
         let combined = Deferred<[Element.Value]>()
-        let collected = Mutex(CollectedValues<Element.Value>(count: expectedCount))
+        let collected = Synchronization.Mutex(CollectedValues<Element.Value>(count: expectedCount))
         for (index, future) in enumerated() {
             uponInline(future) { value in
                 let values = collected.withLock { $0.record(value, at: index) }

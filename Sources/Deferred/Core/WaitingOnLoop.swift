@@ -61,7 +61,7 @@ private func mainLoopHeldUpByWaiting() -> EventLoop? {
 /// Where the main-thread wait report goes, and after how long: standard error after five seconds,
 /// replaceable by tests.
 enum MainThreadWaitReport {
-    private static let settings = Mutex<(delay: DispatchTimeInterval, sink: @Sendable (String) -> Void)>(
+    private static let settings = Synchronization.Mutex<(delay: DispatchTimeInterval, sink: @Sendable (String) -> Void)>(
         (.seconds(5), { message in FileHandle.standardError.write(Data((message + "\n").utf8)) }))
 
     static var delay: DispatchTimeInterval {

@@ -47,7 +47,7 @@ extension Locking {
 ///
 /// The fastest choice when reads are short or not much more frequent than writes.
 public final class NativeLock: Locking, Sendable {
-    private let mutex = Mutex<Void>(())
+    private let mutex = Synchronization.Mutex<Void>(())
 
     /// Creates an unlocked lock.
     public init() {}

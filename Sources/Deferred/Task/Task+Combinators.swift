@@ -15,7 +15,7 @@ extension Collection where Element: TaskProtocol {
             return Task(success: [])
         }
         let outcome = Task<[Element.Success]>.Promise()
-        let collected = Mutex(CollectedValues<Element.Success>(count: tasks.count))
+        let collected = Synchronization.Mutex(CollectedValues<Element.Success>(count: tasks.count))
         for (index, task) in tasks.enumerated() {
             uponInline(task) { result in
                 switch result.taskResult {

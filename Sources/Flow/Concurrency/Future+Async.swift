@@ -51,6 +51,7 @@ extension Future {
     ///     builds); the caller's by default.
     ///   - line: the line of `file`.
     ///   - operation: the asynchronous work; what it returns or throws is the future's result.
+    @preconcurrency
     public convenience init(
         on scheduler: Scheduler = .current,
         file: StaticString = #fileID, line: UInt = #line,

@@ -33,7 +33,8 @@ public final class Disposer: Disposable {
     private let body: Locked<(@Sendable () -> Void)?>
 
     /// Creates a disposer that runs `body` once when disposed or deinitialised.
-    public init(_ body: @escaping @Sendable () -> Void) {
+    @preconcurrency
+    public init(_ body: @escaping @Sendable () -> Void = {}) {
         self.body = Locked(body)
     }
 
@@ -89,6 +90,25 @@ public final class DisposeBag: Disposable {
 
     /// Creates a bag holding `disposables`.
     public init(_ disposables: Disposable...) {
+        state.withLock { $0.disposables = disposables }
+    }
+
+    /// Creates a bag holding the disposables of a sequence (an array, as Flow code passes).
+    ///
+    /// ```swift
+    /// let bag = DisposeBag([timer, observation])
+    /// ```
+    public init<S: Sequence>(_ disposables: S) where S.Element == Disposable {
+        let collected = Array(disposables)
+        state.withLock { $0.disposables = collected }
+    }
+
+    /// Creates a bag holding the disposables of an array (an array literal included).
+    ///
+    /// ```swift
+    /// let bag = DisposeBag([Disposer { print("one") }, Disposer { print("two") }])
+    /// ```
+    public init(_ disposables: [Disposable]) {
         state.withLock { $0.disposables = disposables }
     }
 
@@ -153,6 +173,7 @@ extension DisposeBag {
     }
 
     /// Adds a closure to `bag`, run once when the bag is disposed.
+    @preconcurrency
     public static func += (bag: DisposeBag, body: @escaping @Sendable () -> Void) {
         bag.add(Disposer(body))
     }
@@ -206,5 +227,39 @@ private final class HeldObject: Disposable, @unchecked Sendable {
             return taken
         }
         _ = released
+    }
+}
+
+/// Adds `disposable` to `bag` if there is a bag: Flow's operator for optional bags.
+///
+/// ```swift
+/// weak var bag: DisposeBag?
+/// bag += timer
+/// ```
+public func += (bag: DisposeBag?, disposable: Disposable?) {
+    guard let disposable else { return }
+    bag?.add(disposable)
+}
+
+/// Adds a ``Disposer`` running `body` to `bag` if there is a bag.
+@preconcurrency
+public func += (bag: DisposeBag?, body: @escaping @Sendable () -> Void) {
+    bag?.add(Disposer(body))
+}
+
+extension Disposable {
+    /// Disposes this `timeout` seconds from now, or when the returned future is cancelled.
+    ///
+    /// ```swift
+    /// banner.show().dispose(after: 3)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - scheduler: where `dispose()` is called.
+    ///   - timeout: seconds to wait, on the timer of the scheduler current here.
+    /// - Returns: a future completing once the time is up (this is then disposed).
+    @discardableResult
+    public func dispose(on scheduler: Scheduler = .current, after timeout: Double) -> Future<Void> {
+        Future().delay(by: timeout).always(on: scheduler) { self.dispose() }
     }
 }

@@ -280,6 +280,7 @@ public final class EventLoop: @unchecked Sendable {
     ///
     /// Submitting to a closed loop is a programming error and stops the program with a message; use
     /// ``submit(_:)`` where the loop may have been closed.
+    @preconcurrency
     public func execute(_ job: @escaping @Sendable () -> Void) {
         enqueue(.closure(job))
     }
@@ -300,6 +301,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `job` on the loop like ``execute(_:)``, or throws ``EventLoopError/closed`` if the loop
     /// was closed, in which case `job` never runs.
+    @preconcurrency
     public func submit(_ job: @escaping @Sendable () -> Void) throws(EventLoopError) {
         if isInLoopContext {
             enqueueInLoop(.closure(job))
@@ -397,6 +399,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Deadlines are kept in one heap driven by a single libuv timer: scheduling and cancelling are
     /// O(log n). Work due at the same time runs in the order it was scheduled. A negative delay counts
     /// as zero; a delay that is not a finite number stops the program with a message.
+    @preconcurrency
     @discardableResult
     public func execute(after delay: Double, _ job: @escaping @Sendable () -> Void) -> Disposable {
         let deadline = EventLoop.deadline(after: delay, caller: "EventLoop.execute(after:)")
@@ -404,6 +407,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs `job` on the loop at `deadline`, in nanoseconds of ``EventLoop/uptimeNanoseconds``.
+    @preconcurrency
     @discardableResult
     public func execute(atUptimeNanoseconds deadline: UInt64, _ job: @escaping @Sendable () -> Void) -> Disposable {
         let sequence = nextSequence.add(1, ordering: .relaxed).newValue

@@ -14,10 +14,10 @@ enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
     case onValue(@Sendable (Input) throws -> Void)
     case onError(@Sendable (Error) throws -> Void)
     case onResult(@Sendable (Result<Input>) throws -> Void)
-    /// Runs when this future is cancelled, or its upstream was.
+    /// Runs when this future is cancelled (not when its upstream fails with `FutureError.aborted`).
     case onCancel(@Sendable () -> Void)
-    /// Runs on an error, or when this future is cancelled (or its upstream was).
-    case onErrorOrCancel(@Sendable (Error) -> Void)
+    /// Runs with the error on an error, and with nil when this future is cancelled.
+    case onErrorOrCancel(@Sendable (Error?) -> Void)
 }
 
 /// A future derived from another by a ``ChainStep``, run on a scheduler when the upstream completes.
@@ -118,8 +118,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         case .onResult(let observe):
             do { try observe(result) } catch { complete(with: .failure(error)); return }
             complete(with: passThrough(result))
-        case .onCancel(let observe):
-            if case .failure(let error) = result, error as? FutureError == .aborted { observe() }
+        case .onCancel:
             complete(with: passThrough(result))
         case .onErrorOrCancel(let observe):
             if case .failure(let error) = result { observe(error) }
@@ -173,12 +172,19 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         return [(upstream, ObjectIdentifier(self))]
     }
 
+    override var hasCancellationWork: Bool {
+        switch step {
+        case .onCancel, .onErrorOrCancel: return true
+        default: return false
+        }
+    }
+
     override func didCancel() {
         switch step {
         case .onCancel(let observe):
             scheduler.async(execute: observe)
         case .onErrorOrCancel(let observe):
-            scheduler.async { observe(FutureError.aborted) }
+            scheduler.async { observe(nil) }
         default:
             break
         }
@@ -188,3 +194,5 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         ChainedFuture.make(upstream.makeFresh(), step, on: scheduler, file: "(repetition)", line: 0)
     }
 }
+
+extension ChainedFuture: CompletesOnlyThroughWhatItListensTo {}

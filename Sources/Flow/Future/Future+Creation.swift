@@ -1,5 +1,11 @@
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension Future {
     /// Creates a future that runs `operation` on `scheduler` at once, and completes when the operation
     /// calls its completion callback.
@@ -17,9 +23,12 @@ extension Future {
     /// }
     /// ```
     ///
-    /// An error thrown by the operation fails the future. If the operation releases its completion
-    /// callback without ever calling it, the future fails with ``FutureAbandonedError`` rather than
-    /// leaving its observers waiting forever.
+    /// An error thrown by the operation fails the future. An operation that releases its completion
+    /// callback without calling it leaves the future pending until it is cancelled, as in Flow, where
+    /// `Future { _ in NilDisposer() }` is a future that never completes; debug builds report it on
+    /// the standard error, naming where the future was created. ``Future/init(_:file:line:)-(Forever,_,_)``
+    /// says "never" without the report.
+    @preconcurrency
     @inlinable
     public convenience init(
         on scheduler: Scheduler = .current,
@@ -34,7 +43,7 @@ extension Future {
 
     /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
     /// futures created outside the operation and moved inside with it are started again when this
-    /// future is repeated (see ``Future/onErrorRepeat(delayBetweenRepetitions:maxRepetitions:file:line:when:)``).
+    /// future is repeated (see ``Future/onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)``).
     ///
     /// ```swift
     /// let login = loginFuture()
@@ -43,6 +52,7 @@ extension Future {
     /// }
     /// session.onErrorRepeat(maxRepetitions: 2)   // logs in again on each repetition
     /// ```
+    @preconcurrency
     @inlinable
     public convenience init(
         on scheduler: Scheduler = .current,
@@ -77,7 +87,7 @@ extension Future {
             OperationRunner.start(self, recipe, isRepetition: false)
             return
         }
-        let token = CompletionToken(self)
+        let token = CompletionToken(self, failsWhenAbandoned: false)
         do {
             setDisposable(try call { token.complete(with: $0) })
         } catch {
@@ -107,6 +117,7 @@ extension Future {
     /// ```swift
     /// let thumbnail = Future(on: imageProcessing) { try image.scaled(to: 64) }
     /// ```
+    @preconcurrency
     public convenience init(
         on scheduler: Scheduler = .current,
         file: StaticString = #fileID, line: UInt = #line,
@@ -119,10 +130,35 @@ extension Future {
     }
 
     /// Creates a future that never completes (until cancelled).
+    ///
+    /// ```swift
+    /// select(between: response, or: Future(.forever))   // as if `response` stood alone
+    /// ```
     public convenience init(_ forever: Forever, file: StaticString = #fileID, line: UInt = #line) {
         self.init(initialResult: nil, file: file, line: line)
         lockedForeverObserverCount = 0
     }
+
+    /// A future like ``init(on:file:line:onResult:)``, except that if the operation releases
+    /// its completion callback without calling it, the future fails with ``FutureAbandonedError``
+    /// instead of staying pending: for the library's own operations whose callback is held by a loop
+    /// that may be closed (a timer's closure is released uncalled then).
+    ///
+    /// A static function rather than an initialiser, so that it never competes with the public
+    /// initialisers for a trailing closure.
+    package static func failingIfAbandoned(
+        on scheduler: Scheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
+    ) -> Future<Value> {
+        let future = Future(initialResult: nil, file: file, line: line)
+        let recipe = OperationRecipe(scheduler: scheduler, operation: .failingIfAbandoned(operation))
+        future.recipeStorage = recipe
+        OperationRunner.start(future, recipe, isRepetition: false)
+        return future
+    }
+
+    /// Flow's name for the marker type of ``init(_:file:line:)-(Forever,_,_)``.
+    public typealias Forever = Flow.Forever
 }
 
 extension Future where Value == Void {
@@ -160,6 +196,8 @@ struct OperationRecipe<Value: Sendable>: Sendable {
     enum Operation: Sendable {
         case plain(@Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
         case withMover(@Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable)
+        /// The library's own operations, whose future fails if the callback is released uncalled.
+        case failingIfAbandoned(@Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
     }
 
     @usableFromInline let scheduler: Scheduler
@@ -174,14 +212,18 @@ struct OperationRecipe<Value: Sendable>: Sendable {
     /// Runs the operation once for `future`.
     @inlinable
     func run(for future: Future<Value>, isRepetition: Bool) {
-        let token = CompletionToken(future)
         do {
             let disposable: Disposable
             switch operation {
             case .plain(let operation):
+                let token = CompletionToken(future, failsWhenAbandoned: false)
                 disposable = try operation { token.complete(with: $0) }
             case .withMover(let operation):
+                let token = CompletionToken(future, failsWhenAbandoned: false)
                 disposable = try operation({ token.complete(with: $0) }, isRepetition ? .repetition : .firstRun)
+            case .failingIfAbandoned(let operation):
+                let token = CompletionToken(future, failsWhenAbandoned: true)
+                disposable = try operation { token.complete(with: $0) }
             }
             future.setDisposable(disposable)
         } catch {
@@ -210,8 +252,9 @@ enum OperationRunner {
     }
 }
 
-/// The completion callback's state: completes the future, or fails it with ``FutureAbandonedError``
-/// when released uncalled.
+/// The completion callback's state: completes the future. Released uncalled, it leaves the future
+/// pending (Flow's never-completing future) with a report in debug builds, or, for the library's own
+/// operations (`failsWhenAbandoned`), fails it with ``FutureAbandonedError``.
 ///
 /// The first call lets go of the future: an operation often keeps its callback (in a request object
 /// its closure captured), and the future keeps its operation for repetition, so holding on would tie
@@ -222,10 +265,14 @@ final class CompletionToken<Value: Sendable>: Sendable {
     /// lock and a reference: the token is one allocation per operation, and this makes it a 32-byte
     /// block instead of 48, with one atomic operation per completion instead of two.
     @usableFromInline let futureAddress: Atomic<UInt>
+    /// Whether releasing the token uncalled fails the future (else it stays pending). Stored after the
+    /// word, it keeps the object within the same 32-byte block.
+    @usableFromInline let failsWhenAbandoned: Bool
 
     @inlinable
-    init(_ future: Future<Value>) {
+    init(_ future: Future<Value>, failsWhenAbandoned: Bool) {
         futureAddress = Atomic(UInt(bitPattern: Unmanaged.passRetained(future).toOpaque()))
+        self.failsWhenAbandoned = failsWhenAbandoned
     }
 
     /// Takes the future: the caller owns the reference; nil once taken.
@@ -245,16 +292,36 @@ final class CompletionToken<Value: Sendable>: Sendable {
         // Deinitialisers are never specialised: the usual case (the callback was called) must not
         // touch anything whose layout depends on `Value`, or it pays for runtime metadata lookups.
         guard futureAddress.load(ordering: .acquiring) != 0 else { return }
-        CompletionToken.failAbandoned(takeFuture()!)
+        CompletionToken.abandon(takeFuture()!, failing: failsWhenAbandoned)
     }
 
-    static func failAbandoned(_ future: Future<Value>) {
+    static func abandon(_ future: Future<Value>, failing: Bool) {
         guard !future.isCompleted else { return }
         #if DEBUG
         let site = future.creationSite
         #else
         let site = "(creation sites are recorded in debug builds)"
         #endif
-        future.complete(with: .failure(FutureAbandonedError(creationSite: site)))
+        if failing {
+            future.complete(with: .failure(FutureAbandonedError(creationSite: site)))
+            return
+        }
+        #if DEBUG
+        AbandonmentReport.report(creationSite: site)
+        #endif
+        future.becomeForever()
     }
 }
+
+#if DEBUG
+/// The debug-build report of a future whose operation released its completion callback uncalled.
+enum AbandonmentReport {
+    static func report(creationSite: String) {
+        let message = "Flow: the operation of the future created at \(creationSite) released its completion "
+            + "callback without calling it; the future stays pending until cancelled (write Future(.forever) "
+            + "for a future that never completes)\n"
+        // The descriptor, not `stderr`: that global is shared mutable state to Swift 6.
+        _ = message.withCString { write(2, $0, strlen($0)) }
+    }
+}
+#endif

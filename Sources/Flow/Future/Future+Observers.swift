@@ -12,6 +12,7 @@ extension Future {
     ///     }
     /// }
     /// ```
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onResult(
@@ -24,6 +25,7 @@ extension Future {
     /// Runs `callback` with the value if the future succeeds, on `scheduler`.
     ///
     /// - Returns: a future that completes with the same result once `callback` ran.
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onValue(
@@ -36,6 +38,7 @@ extension Future {
     /// Runs `callback` with the error if the future fails (cancellation included), on `scheduler`.
     ///
     /// - Returns: a future that completes with the same result once `callback` ran.
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onError(
@@ -45,10 +48,17 @@ extension Future {
         ChainedFuture<Value, Value>.make(self, .onError(callback), on: scheduler, file: file, line: line)
     }
 
-    /// Runs `callback` if the future is cancelled: the returned future itself, or this one.
+    /// Runs `callback` if the returned future is cancelled (directly, or because what follows it was),
+    /// after the `onCancel` callbacks of the futures before it. A result, even a failure with
+    /// ``FutureError/aborted``, does not run it.
+    ///
+    /// ```swift
+    /// download(url).onCancel { print("download cancelled") }
+    /// ```
     ///
     /// - Returns: a future that completes with the same result; cancelling it runs `callback` and
     ///   cancels this future unless others still observe it.
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onCancel(
@@ -58,18 +68,30 @@ extension Future {
         ChainedFuture<Value, Value>.make(self, .onCancel(callback), on: scheduler, file: file, line: line)
     }
 
-    /// Runs `callback` with the error if the future fails, or with ``FutureError/aborted`` if it is
+    /// Runs `callback` with the error if the future fails, or with nil if the returned future is
     /// cancelled.
+    ///
+    /// ```swift
+    /// upload.onErrorOrCancel { error in spinner.stop(); if let error { show(error) } }
+    /// ```
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onErrorOrCancel(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ callback: @escaping @Sendable (Error) -> Void
+        _ callback: @escaping @Sendable (Error?) -> Void
     ) -> Future<Value> {
         ChainedFuture<Value, Value>.make(self, .onErrorOrCancel(callback), on: scheduler, file: file, line: line)
     }
 
-    /// Runs `callback` once the future completes in any way (value, error or cancellation).
+    /// Runs `callback` once the future completes in any way: with a value, with an error, or by the
+    /// returned future being cancelled.
+    ///
+    /// ```swift
+    /// spinner.start()
+    /// load().always { spinner.stop() }
+    /// ```
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func always(
@@ -77,9 +99,6 @@ extension Future {
         _ callback: @escaping @Sendable () -> Void
     ) -> Future<Value> {
         onCancel(on: scheduler, file: file, line: line, callback)
-            .onResult(on: scheduler, file: file, line: line) { result in
-                if case .failure(let error) = result, error as? FutureError == .aborted { return }
-                callback()
-            }
+            .onResult(on: scheduler, file: file, line: line) { _ in callback() }
     }
 }

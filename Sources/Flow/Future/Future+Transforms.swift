@@ -5,6 +5,7 @@ extension Future {
     /// ```swift
     /// let json: Future<JSON> = data(at: url).map { data in try JSON(data) }
     /// ```
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func map<Other>(
@@ -15,6 +16,7 @@ extension Future {
     }
 
     /// A future with `transform` applied to this future's result, success or failure.
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func mapResult<Other>(
@@ -30,6 +32,7 @@ extension Future {
     /// ```swift
     /// user(at: userURL).flatMap { user in friends(at: user.friendsURL) }
     /// ```
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func flatMap<Other>(
@@ -40,6 +43,7 @@ extension Future {
     }
 
     /// A future that completes like the future `transform` returns for this future's result.
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func flatMapResult<Other>(
@@ -55,6 +59,7 @@ extension Future {
     /// ```swift
     /// cachedAvatar().mapError { _ in placeholderAvatar }
     /// ```
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func mapError(
@@ -66,6 +71,7 @@ extension Future {
 
     /// A future that recovers from this future's error with the future `transform` returns. A value
     /// passes through.
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func flatMapError(
@@ -82,21 +88,27 @@ extension Future {
         ChainedFuture.make(self, .map { _ in () }, on: .none, file: #fileID, line: #line)
     }
 
-    /// A future that completes like this one, except that a cancellation (``FutureError/aborted``)
-    /// becomes a future that never completes: for observers that should not hear about cancellation.
+    /// A future that completes like this one, but whose cancellation does not reach this one: cancelling
+    /// it (or what follows it) ends it with ``FutureError/aborted`` and leaves this future's operation
+    /// running to completion, as in Flow.
+    ///
+    /// ```swift
+    /// save(draft).ignoreCanceling().onValue { showSaved() }   // leaving the screen never stops a save
+    /// ```
     @inlinable
     @discardableResult
     public final func ignoreCanceling() -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .flatMapResult { result in
-            if case .failure(let error) = result, error as? FutureError == .aborted {
-                return Future(.forever)
-            }
-            return Future(result: result)
-        }, on: .none, file: #fileID, line: #line)
+        Future(on: .none, file: #fileID, line: #line, operationWithMover: { completion, mover in
+            // The continuation stays on this future until it completes; the operation's disposable
+            // does nothing, so a cancellation stops here.
+            mover.moveInside(self).onResult(on: .none) { completion($0) }
+            return NilDisposer()
+        })
     }
 
     /// A future that first runs `body` with this future's value and waits for the future it returns,
     /// then completes with this future's value (or the first error).
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onValuePassItThrough<Other>(
@@ -107,6 +119,7 @@ extension Future {
 
     /// A future that first runs `body` with this future's error and waits for the future it returns,
     /// then fails with this future's error (or the first error `body` produced).
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onErrorPassItThrough<Other>(
@@ -117,6 +130,7 @@ extension Future {
 
     /// A future that first runs `body` with this future's result and waits for the future it returns,
     /// then completes with this future's result (or the error `body` produced).
+    @preconcurrency
     @inlinable
     @discardableResult
     public final func onResultPassItThrough<Other>(

@@ -311,6 +311,30 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// Makes a pending future whose operation can no longer complete it (its completion callback was
+    /// released uncalled) a ``Forever`` future: it counts its continuations instead of holding them,
+    /// since it will never deliver a result, so that a chain nobody holds any more is freed rather
+    /// than kept alive in cycles. The continuations that can only complete through it (derived
+    /// futures, repetitions) become ``Forever`` futures in turn. All can still be cancelled.
+    final func becomeForever() {
+        var pending: [any ForeverConvertible] = [self]
+        var released: [AnyObject] = []
+        while let future = pending.popLast() {
+            for listener in future.becomeForeverTakingListeners() {
+                if let follower = listener as? any CompletesOnlyThroughWhatItListensTo {
+                    pending.append(follower)
+                }
+                released.append(listener)
+            }
+        }
+        guard !released.isEmpty else { return }
+        // Released without recursing down a long chain, as in `deinit`.
+        let context = ThreadContext.current
+        context.pendingReleases.append(contentsOf: released)
+        released = []
+        context.drainPendingReleases()
+    }
+
     /// Stores the disposable of the operation, or disposes it now if the future already completed.
     @inlinable
     final func setDisposable(_ disposable: Disposable) {
@@ -361,16 +385,25 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         Future.cancelUpstream(of: self)
     }
 
-    /// Detaches `cancelled` from what it waits on, cancelling each upstream future left unobserved, and
-    /// so on up. Iterative: a cancelled million-step chain must not recurse.
+    /// Detaches `cancelled` (just cancelled) from what it waits on, cancelling each upstream future
+    /// left unobserved, and so on up; then runs their cancellation callbacks, upstream ones first and
+    /// `cancelled`'s last, the order in which Flow disposes a chain. Iterative: a cancelled
+    /// million-step chain must not recurse.
     static func cancelUpstream(of cancelled: any CancellableUpstream) {
         // Listeners are named by identity: holding them here would keep them alive.
         var pending = cancelled.upstreamLinks()
+        // Every future here is found after the one that listened to it, so the reverse order puts
+        // each future's callbacks before those of its continuations. Only futures with something to
+        // do on cancellation are kept: most steps of a long chain have none.
+        var cancelledUpstream: [any CancellableUpstream] = []
         while let (upstream, listener) = pending.popLast() {
             if upstream.removeListenerAndCancelIfUnobserved(listener) {
+                if upstream.hasCancellationWork { cancelledUpstream.append(upstream) }
                 pending.append(contentsOf: upstream.upstreamLinks())
             }
         }
+        for upstream in cancelledUpstream.reversed() { upstream.didCancel() }
+        cancelled.didCancel()
     }
 
     /// Completes with ``FutureError/aborted`` if pending with no continuation.
@@ -386,12 +419,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
         guard isCancelled else { return false }
         disposable?.dispose()
-        didCancel()
         return true
     }
 
-    /// Called once after this future was cancelled by ``cancel()`` (directly or from downstream).
+    /// Called once after this future was cancelled by ``cancel()`` (directly or from downstream), by
+    /// ``cancelUpstream(of:)`` once the futures upstream of it were cancelled.
     func didCancel() {}
+
+    /// Whether ``didCancel()`` does anything for this future.
+    var hasCancellationWork: Bool { false }
 
     /// The futures this one waits on and the listener it registered on each, for cancellation.
     func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] { [] }
@@ -406,9 +442,17 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // MARK: Repetition
 
     /// A new future that runs this future's operation (and those of the futures it derives from)
-    /// again. A future with nothing to re-run (a completed value, ``Forever``) returns itself.
+    /// again. A future with nothing to re-run (a completed value) returns itself; a ``Forever`` future
+    /// gives a new one, which a cancellation of this one does not end.
     func makeFresh() -> Future<Value> {
-        guard let recipe = recipeStorage else { return self }
+        guard let recipe = recipeStorage else {
+            guard withLock({ lockedIsForever }) else { return self }
+            #if DEBUG
+            return Future(.forever, file: creationFile, line: creationLine)
+            #else
+            return Future(.forever)
+            #endif
+        }
         // A repetition is the same operation: in debug builds it names the original's creation site.
         #if DEBUG
         let fresh = Future(initialResult: nil, file: creationFile, line: creationLine, countedLike: liveCount)
@@ -418,6 +462,32 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         fresh.recipeStorage = recipe
         OperationRunner.start(fresh, recipe, isRepetition: true)
         return fresh
+    }
+}
+
+/// A future that can be made a ``Forever`` future once what it waits on can never complete.
+protocol ForeverConvertible: AnyObject {
+    /// If pending and not yet ``Forever``, becomes one and returns its continuations' objects, which
+    /// it no longer holds; else returns nothing.
+    func becomeForeverTakingListeners() -> [AnyObject]
+}
+
+/// A future that completes only when a future it listens to completes: when that one can never
+/// complete, neither can this one.
+protocol CompletesOnlyThroughWhatItListensTo: ForeverConvertible {}
+
+extension Future: ForeverConvertible {
+    final func becomeForeverTakingListeners() -> [AnyObject] {
+        lock.lock()
+        guard !lockedIsCompleted, !lockedIsForever else {
+            lock.unlock()
+            return []
+        }
+        let (first, others) = lockedTakeListeners()
+        lockedForeverObserverCount = Int32((first == nil ? 0 : 1) + others.count)
+        lock.unlock()
+        guard let first else { return [] }
+        return [first.retainedObject()] + others.map { $0.retainedObject() }
     }
 }
 
@@ -481,6 +551,10 @@ protocol CancellableUpstream: AnyObject {
     /// - Returns: whether this future was cancelled.
     func removeListenerAndCancelIfUnobserved(_ listener: ObjectIdentifier) -> Bool
     func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)]
+    /// Runs what must happen once this future was cancelled (its `onCancel` callbacks).
+    func didCancel()
+    /// Whether ``didCancel()`` does anything.
+    var hasCancellationWork: Bool { get }
 }
 
 /// The disposable of ``Future/disposable``.

@@ -1,6 +1,7 @@
 /// When a repeating future runs its operation again.
 struct RepeatPolicy<Value: Sendable>: Sendable {
-    /// Seconds to wait between the end of one execution and the start of the next; nil or 0: none.
+    /// Seconds to wait between the end of one execution and the start of the next; nil: none (re-run at
+    /// once); 0 still waits for the timer's next turn, as in Flow.
     let delay: Double?
     /// Re-runs allowed after the first execution; nil: no limit.
     let maxRepetitions: Int?
@@ -10,8 +11,9 @@ struct RepeatPolicy<Value: Sendable>: Sendable {
     /// Seconds to wait before re-run number `repetition` (1-based); overrides `delay` when set.
     let delayForRepetition: (@Sendable (Int) -> Double)?
 
-    func delay(beforeRepetition repetition: Int) -> Double {
-        delayForRepetition?(repetition) ?? delay ?? 0
+    /// The wait before re-run number `repetition`, or nil to re-run at once.
+    func delay(beforeRepetition repetition: Int) -> Double? {
+        delayForRepetition?(repetition) ?? delay
     }
 }
 
@@ -86,15 +88,27 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             repetitions += 1
             return repetitions
         }
-        let delay = policy.delay(beforeRepetition: repetition)
-        if delay > 0 {
-            let timer = scheduler.async(after: delay) { [self] in startAttempt() }
+        if let delay = policy.delay(beforeRepetition: repetition) {
+            // A future of the timer that fails if the timer is dropped uncalled (its loop closed),
+            // so that the repetition ends with that error instead of waiting for good.
+            let scheduler = self.scheduler
+            let wait = Future<Void>.failingIfAbandoned(on: .none) { completion in
+                scheduler.async(after: delay) { completion(.success(())) }
+            }
+            .onResult(on: .none) { [self] result in
+                if case .failure(let error) = result {
+                    _ = withLock { pendingDelay.take() }
+                    complete(with: .failure(error))
+                } else {
+                    startAttempt()
+                }
+            }
             let stillPending = withLock { () -> Bool in
                 guard !lockedIsCompleted else { return false }
-                pendingDelay = timer
+                if !wait.isCompleted { pendingDelay = wait.disposable }
                 return true
             }
-            if !stillPending { timer.dispose() }
+            if !stillPending { wait.cancel() }
         } else {
             startAttempt()
         }
@@ -117,6 +131,8 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         }
     }
 
+    override var hasCancellationWork: Bool { true }
+
     override func didCancel() {
         let (delay, decision) = withLock { (pendingDelay.take(), pendingDecision.take()) }
         delay?.dispose()
@@ -133,6 +149,8 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         RepeatingFuture.make(original.makeFresh(), policy: policy, scheduler: scheduler, file: "(repetition)", line: 0)
     }
 }
+
+extension RepeatingFuture: CompletesOnlyThroughWhatItListensTo {}
 
 /// Hands a predicate's decision to a repeating future.
 private final class DecisionListener: FutureListener, Sendable {
@@ -155,21 +173,24 @@ extension Future {
     /// ```
     ///
     /// - Parameters:
-    ///   - delayBetweenRepetitions: seconds to wait before each re-run, on the current scheduler's timer.
+    ///   - scheduler: where `predicate` runs, and whose timer measures the delays; by default the
+    ///     scheduler current here.
+    ///   - delayBetweenRepetitions: seconds to wait before each re-run, on `scheduler`'s timer.
     ///   - maxRepetitions: re-runs allowed after the first execution (nil: no limit; below 0: a
     ///     precondition failure).
     ///   - file: where the returned future was created, for descriptions and abandonment errors (debug
     ///     builds); the caller's by default.
     ///   - line: the line of `file`.
-    ///   - predicate: whether to repeat after an error; runs on the current scheduler.
+    ///   - predicate: whether to repeat after an error (by default: always); runs on `scheduler`.
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
+        on scheduler: Scheduler = .current,
         delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
         file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: delayBetweenRepetitions, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
             delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
@@ -181,14 +202,15 @@ extension Future {
     /// ```swift
     /// fetch().onErrorRepeat(maxRepetitions: 5, delayBeforeRepetition: { n in min(30, pow(2, Double(n))) })
     /// ```
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
+        on scheduler: Scheduler = .current,
         maxRepetitions: Int? = nil, delayBeforeRepetition: @escaping @Sendable (Int) -> Double,
         file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: nil, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
             delayForRepetition: delayBeforeRepetition), scheduler: scheduler, file: file, line: line)
@@ -200,13 +222,14 @@ extension Future {
     /// ```swift
     /// data(at: url).onErrorRepeat { error in showRetryAlert(for: error) }
     /// ```
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
+        on scheduler: Scheduler = .current,
         maxRepetitions: Int? = nil, file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Future<Bool>
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: nil, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in
                 guard let error = result.error else { return Future<Bool>(false) }
@@ -221,14 +244,15 @@ extension Future {
     /// ```swift
     /// pollStatus().onResultRepeat(delayBetweenRepetitions: 1) { $0.value?.isFinished == false }
     /// ```
+    @preconcurrency
     @discardableResult
     public final func onResultRepeat(
+        on scheduler: Scheduler = .current,
         delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
         file: StaticString = #fileID, line: UInt = #line,
-        when predicate: @escaping @Sendable (Result<Value>) -> Bool
+        when predicate: @escaping @Sendable (Result<Value>) -> Bool = { _ in true }
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: delayBetweenRepetitions, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { predicate(result) } },
             delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
@@ -236,13 +260,14 @@ extension Future {
 
     /// A future that runs this future's operation again after any result for which the future
     /// `predicate` returns succeeds with `true`.
+    @preconcurrency
     @discardableResult
     public final func onResultRepeat(
+        on scheduler: Scheduler = .current,
         maxRepetitions: Int? = nil, file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Result<Value>) -> Future<Bool>
     ) -> Future<Value> {
-        let scheduler = Scheduler.current
-        return RepeatingFuture.make(self, policy: RepeatPolicy(
+        RepeatingFuture.make(self, policy: RepeatPolicy(
             delay: nil, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { predicate(result) } },
             delayForRepetition: nil), scheduler: scheduler, file: file, line: line)
@@ -265,7 +290,11 @@ extension Future {
         .onResultRepeat(delayBetweenRepetitions: delayBetweenRepetitions, maxRepetitions: repeatCount) { result in
             result.value != nil
         }
-        .map(on: .none) { _ in collected.take() }
+        // Taken whatever the result, so that a repetition of the returned future starts empty.
+        .mapResult(on: .none) { result in
+            let values = collected.take()
+            return try result.map { _ in values }.get()
+        }
     }
 }
 

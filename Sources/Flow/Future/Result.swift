@@ -18,6 +18,42 @@ extension Swift.Result {
     }
 }
 
+extension Swift.Result where Success == Void {
+    /// A success with no value, so that `completion(.success)` reads as in Flow where a
+    /// `Result<Void>` is expected.
+    ///
+    /// ```swift
+    /// Future<Void> { completion in
+    ///     save { completion(.success) }
+    ///     return NilDisposer()
+    /// }
+    /// ```
+    public static var success: Swift.Result<Void, Failure> { .success(()) }
+}
+
+extension Swift.Result where Failure == Error {
+    /// Creates a result from what `getValue` returns, or the error it throws (Flow's spelling of
+    /// `Result(catching:)`).
+    ///
+    /// ```swift
+    /// let parsed = Result(parse)   // parse: () throws -> Document
+    /// ```
+    @_disfavoredOverload
+    public init(_ getValue: () throws -> Success) {
+        do {
+            self = .success(try getValue())
+        } catch {
+            self = .failure(error)
+        }
+    }
+
+    /// The value, or throws the error (Flow's spelling of `get()`).
+    public func getValue() throws -> Success {
+        try get()
+    }
+
+}
+
 /// One of two values: the result of ``select(_:or:cancelNonCompleted:file:line:)``.
 public enum Either<Left, Right> {
     /// The first alternative.
@@ -25,16 +61,52 @@ public enum Either<Left, Right> {
     /// The second alternative.
     case right(Right)
 
-    /// The first alternative's value, if this is `.left`.
+    /// The first alternative's value, if this is `.left`. Setting a value makes this `.left`;
+    /// setting nil stops the program with a message.
     public var left: Left? {
-        if case .left(let value) = self { return value }
-        return nil
+        get {
+            if case .left(let value) = self { return value }
+            return nil
+        }
+        set {
+            guard let newValue else { fatalError("Either.left: cannot be set to nil") }
+            self = .left(newValue)
+        }
     }
 
-    /// The second alternative's value, if this is `.right`.
+    /// The second alternative's value, if this is `.right`. Setting a value makes this `.right`;
+    /// setting nil stops the program with a message.
     public var right: Right? {
-        if case .right(let value) = self { return value }
-        return nil
+        get {
+            if case .right(let value) = self { return value }
+            return nil
+        }
+        set {
+            guard let newValue else { fatalError("Either.right: cannot be set to nil") }
+            self = .right(newValue)
+        }
+    }
+}
+
+extension Either where Left == Right {
+    /// The value on whichever side it is.
+    ///
+    /// ```swift
+    /// select(between: primary, or: mirror).map { $0.any }
+    /// ```
+    public var any: Left {
+        switch self {
+        case .left(let value): return value
+        case .right(let value): return value
+        }
+    }
+
+    /// The value transformed by `transform`, kept on its side.
+    public func map<T>(transform: (Left) -> T) -> Either<T, T> {
+        switch self {
+        case .left(let value): return .left(transform(value))
+        case .right(let value): return .right(transform(value))
+        }
     }
 }
 
@@ -43,7 +115,7 @@ extension Either: Hashable where Left: Hashable, Right: Hashable {}
 extension Either: Sendable where Left: Sendable, Right: Sendable {}
 
 /// Errors that futures themselves produce.
-public enum FutureError: Error, Equatable, CustomStringConvertible {
+public enum FutureError: String, Error, Equatable, CustomStringConvertible {
     /// The future was cancelled with ``Future/cancel()`` before it completed.
     case aborted
 

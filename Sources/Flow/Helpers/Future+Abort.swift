@@ -1,7 +1,7 @@
 extension Future {
-    /// A future that completes like this one, unless one of `futures` completes first (with a value
-    /// or an error): then it fails with ``FutureError/aborted`` and this future is cancelled (unless
-    /// others observe it, as with ``cancel()``).
+    /// A future that completes like this one, unless one of `futures` completes first: then it fails
+    /// with that future's error, or with ``FutureError/aborted`` if it succeeded, and this future is
+    /// cancelled (unless others observe it, as with ``cancel()``).
     ///
     /// ```swift
     /// let download = fetch(report).abort(forFutures: [userTappedCancel, sessionEnded])
@@ -10,29 +10,32 @@ extension Future {
     /// }
     /// ```
     ///
-    /// The futures in `futures` are only observed, never cancelled: they usually belong to someone
-    /// else (a button, a session). A future among them that is already completed aborts at once.
+    /// Once the returned future completes, either way, or is cancelled, the futures in `futures` that
+    /// are still pending are cancelled too, as in Flow (``cancel()`` is ignored for those that others
+    /// observe). A future among them that is already completed aborts at once. An empty `futures`
+    /// aborts nothing.
     ///
-    /// - Returns: a future with this future's result, or ``FutureError/aborted``. Cancelling it
-    ///   cancels this future (unless others observe it).
+    /// - Returns: a future with this future's result, or the abort. Cancelling it cancels this future
+    ///   (unless others observe it). Repeating it (``onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)``)
+    ///   runs this future's operation again, watched by fresh runs of `futures`.
     @discardableResult
     public final func abort(
         forFutures futures: [Future<Void>], file: StaticString = #fileID, line: UInt = #line
     ) -> Future<Value> {
-        let promise = Future<Value>(initialResult: nil, file: file, line: line, countedLike: liveCount)
-        // Weak references to `promise`: the continuations below outlive it when their futures stay
-        // pending, and must not keep it (nor, through its disposable, this future's chain) alive.
-        let continuation = onResult(on: .none, file: file, line: line) { [weak promise] result in
-            promise?.complete(with: result)
-        }
-        // Disposed when `promise` completes (either way) or is cancelled.
-        promise.setDisposable(Disposer { continuation.cancel() })
-        for trigger in futures {
-            guard !promise.isCompleted else { break }
-            trigger.onResult(on: .none, file: file, line: line) { [weak promise] _ in
-                promise?.complete(with: .failure(FutureError.aborted))
+        Future(on: .none, file: file, line: line, operationWithMover: { completion, mover in
+            let observation = mover.moveInside(self).onResult(on: .none) { completion($0) }
+            guard !futures.isEmpty else {
+                return Disposer { observation.cancel() }
             }
-        }
-        return promise
+            // Moved inside too: a repetition is watched by fresh runs of the triggers that are
+            // operations, since this run cancels the ones it leaves pending.
+            let triggers = Flow.select(between: futures.map(mover.moveInside)).onResult(on: .none) { result in
+                completion(.failure(result.error ?? FutureError.aborted))
+            }
+            return Disposer {
+                observation.cancel()
+                triggers.cancel()
+            }
+        })
     }
 }

@@ -16,6 +16,7 @@ extension Sequence where Element: Sendable {
     ///     element's failure.
     /// - Returns: a future of the values in the sequence's order. Cancelling it cancels the future of
     ///   the element in progress (unless others observe it) and transforms nothing more.
+    @preconcurrency
     @discardableResult
     public func mapToFuture<Output>(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
@@ -43,6 +44,7 @@ extension Sequence where Element: Sendable {
     ///   - line: the line of `file`.
     ///   - transform: starts the operation for one element. An error it throws is that element's result.
     /// - Returns: a future of one result per element, in the sequence's order.
+    @preconcurrency
     @discardableResult
     public func mapToFutureResults<Output>(
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,

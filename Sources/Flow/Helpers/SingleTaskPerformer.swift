@@ -91,3 +91,22 @@ public final class SingleTaskPerformer<Value: Sendable>: @unchecked Sendable {
         }
     }
 }
+
+extension SingleTaskPerformer where Value == Void {
+    /// Runs `action` once on `scheduler` at the timer's next turn, however many times this is called
+    /// before then: for coalescing several requests (a redraw, a save) into one.
+    ///
+    /// ```swift
+    /// let redraw = SingleTaskPerformer<Void>()
+    /// model.onChange { redraw.coalesceToNextRunLoop { view.render(model) } }
+    /// ```
+    ///
+    /// - Returns: a future completing once `action` ran, or failing with the error it threw.
+    @preconcurrency
+    @discardableResult
+    public func coalesceToNextRunLoop(
+        on scheduler: Scheduler = .current, action: @escaping @Sendable () throws -> Void
+    ) -> Future<Void> {
+        performSingleTask { Future().delay(by: 0).onValue(on: scheduler, action) }
+    }
+}

@@ -85,14 +85,25 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     ///   fails with ``closedError`` if the queue is closed, with the error of
     ///   ``abortQueuedOperations(with:shouldCloseQueue:)`` if aborted while waiting, and with the
     ///   error the operation throws. Cancelling it before the operation started removes the
-    ///   operation unrun.
+    ///   operation unrun. Repeating it (``Future/onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)``,
+    ///   ``Future/repeatAndCollect(repeatCount:delayBetweenRepetitions:)``) enqueues the operation again.
+    @preconcurrency
     @discardableResult
     public func enqueue<Output>(
         file: StaticString = #fileID, line: UInt = #line,
         _ operation: @escaping @Sendable () throws -> Future<Output>
     ) -> Future<Output> {
-        let promise = Future<Output>(initialResult: nil, file: file, line: line)
-        let entry = QueueEntry(queue: self, promise: promise, resultScheduler: .current, operation: operation)
+        enqueue(file: file, line: line, resultScheduler: .current, operation)
+    }
+
+    private func enqueue<Output>(
+        file: StaticString, line: UInt, resultScheduler: Scheduler,
+        _ operation: @escaping @Sendable () throws -> Future<Output>
+    ) -> Future<Output> {
+        let promise = EnqueuedFuture<Output>(file: file, line: line) { [self] in
+            enqueue(file: file, line: line, resultScheduler: resultScheduler, operation)
+        }
+        let entry = QueueEntry(queue: self, promise: promise, resultScheduler: resultScheduler, operation: operation)
         promise.setDisposable(QueueEntryCancellation(entry: entry))
         switch withLockedState({ $0.machine.enqueue(entry) }) {
         case .start(let work):
@@ -113,6 +124,7 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     /// ```
     ///
     /// - Returns: a future with the operation's value or error, completing on the scheduler current here.
+    @preconcurrency
     @discardableResult
     public func enqueue<Output>(
         file: StaticString = #fileID, line: UInt = #line,
@@ -145,6 +157,7 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     ///   - operation: fills the batch's queue, and returns the batch's result.
     /// - Returns: a future with the result of the future `operation` returned, delivered once the
     ///   batch's queue is empty, on the scheduler current here.
+    @preconcurrency
     @discardableResult
     public func enqueueBatch<Output>(
         maxConcurrentCount: Int = 1,
@@ -176,6 +189,28 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
                     batch.abortQueuedOperations(with: FutureError.aborted, shouldCloseQueue: true)
                     removeRunningBatch(batchID)
                 }
+        }
+    }
+
+    /// Adds a batch like ``enqueueBatch(maxConcurrentCount:file:line:_:)-(_,_,_,(FutureQueue<Resource>)->Future<Output>)``
+    /// whose operation returns a value directly (or throws): the batch completes with it once its
+    /// queue is empty.
+    ///
+    /// ```swift
+    /// queue.enqueueBatch { batch -> Int in
+    ///     batch.enqueue { batch.resource.write(rows) }
+    ///     return rows.count
+    /// }
+    /// ```
+    @preconcurrency
+    @discardableResult
+    public func enqueueBatch<Output>(
+        maxConcurrentCount: Int = 1,
+        file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @Sendable (FutureQueue<Resource>) throws -> Output
+    ) -> Future<Output> {
+        enqueueBatch(maxConcurrentCount: maxConcurrentCount, file: file, line: line) { batch throws -> Future<Output> in
+            Future(try operation(batch))
         }
     }
 
@@ -309,5 +344,21 @@ extension FutureQueue where Resource == Void {
     ///   - executeOn: where the operations are started; by default the scheduler current here.
     public convenience init(maxConcurrentCount: Int = 1, executeOn: Scheduler = .current) {
         self.init(resource: (), maxConcurrentCount: maxConcurrentCount, executeOn: executeOn)
+    }
+}
+
+/// The future ``FutureQueue/enqueue(file:line:_:)-(_,_,()->Future<Output>)`` returns: a repetition of
+/// it enqueues the operation again, as Flow's does.
+final class EnqueuedFuture<Output: Sendable>: Future<Output>, @unchecked Sendable {
+    // @unchecked Sendable: `enqueueAgain` is immutable; the rest is the inherited, locked state.
+    private let enqueueAgain: @Sendable () -> Future<Output>
+
+    init(file: StaticString, line: UInt, enqueueAgain: @escaping @Sendable () -> Future<Output>) {
+        self.enqueueAgain = enqueueAgain
+        super.init(initialResult: nil, file: file, line: line)
+    }
+
+    override func makeFresh() -> Future<Output> {
+        enqueueAgain()
     }
 }

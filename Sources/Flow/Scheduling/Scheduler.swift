@@ -65,6 +65,7 @@ public final class Scheduler: Sendable {
     ///   - identifyingObject: schedulers made with the same object are equal.
     ///   - async: runs the work it is given later, asynchronously.
     ///   - sync: runs the work it is given before returning.
+    @preconcurrency
     public convenience init(
         identifyingObject: AnyObject,
         async: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
@@ -126,6 +127,7 @@ public final class Scheduler: Sendable {
     ///
     /// Work run at once never grows the stack without bound: past a fixed nesting depth it waits until
     /// the caller's outermost immediate work returns, still before control leaves this scheduler.
+    @preconcurrency
     @inlinable
     public func async(execute work: @escaping @Sendable () -> Void) {
         let context = ThreadContext.current
@@ -175,6 +177,7 @@ public final class Scheduler: Sendable {
     /// On a loop scheduler this is a deadline on the loop's own timer; on a Dispatch queue, a Dispatch
     /// timer; on ``none``, the ``background`` queue's timer followed by immediate execution. A negative
     /// delay counts as zero; a delay that is not finite stops the program with a message.
+    @preconcurrency
     @discardableResult
     public func async(after delay: Double, execute work: @escaping @Sendable () -> Void) -> Disposable {
         precondition(delay.isFinite, "Scheduler.async(after:): the delay must be a finite number of seconds, not \(delay)")

@@ -23,7 +23,9 @@ package final class PendingResult<Value: Sendable>: Sendable {
     package func future(
         file: StaticString = #fileID, line: UInt = #line, onCancel: (@Sendable () -> Void)? = nil
     ) -> Future<Value> {
-        Future(on: .none, file: file, line: line) { [self] completion in
+        // Failing if abandoned: a result that is dropped unreported fails the future rather than
+        // leaving it pending.
+        Future.failingIfAbandoned(on: .none, file: file, line: line) { [self] completion in
             let early = state.withLock { state -> Result<Value>? in
                 if let result = state.result { return result }
                 state.completion = completion

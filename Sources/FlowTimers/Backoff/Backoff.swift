@@ -111,6 +111,7 @@ public struct Backoff: Sendable {
     /// ```swift
     /// let fibonacci = Backoff.custom { attempt in [1, 1, 2, 3, 5, 8][min(attempt, 6) - 1] }
     /// ```
+    @preconcurrency
     public static func custom(_ delay: @escaping @Sendable (_ attempt: Int) -> Double) -> Backoff {
         Backoff(strategy: .custom(delay), maximum: .infinity)
     }

@@ -15,6 +15,7 @@ public struct RandomSource: Sendable {
     /// ```swift
     /// let alwaysMaximum = RandomSource { 1 }
     /// ```
+    @preconcurrency
     public init(_ unitValue: @escaping @Sendable () -> Double) {
         nextValue = unitValue
     }
@@ -46,9 +47,9 @@ public struct RandomSource: Sendable {
 
 /// A generator shared between threads: the mutex serialises its mutating `next()`.
 private final class SharedGenerator<Generator: RandomNumberGenerator & Sendable>: Sendable {
-    private let generator: Mutex<Generator>
+    private let generator: Synchronization.Mutex<Generator>
 
-    init(_ generator: Generator) { self.generator = Mutex(generator) }
+    init(_ generator: Generator) { self.generator = Synchronization.Mutex(generator) }
 
     func nextUnitValue() -> Double {
         generator.withLock { Double.random(in: 0...1, using: &$0) }

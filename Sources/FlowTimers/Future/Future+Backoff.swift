@@ -23,6 +23,7 @@ extension Future {
     ///   - backoff: the wait before each re-run.
     ///   - maxRepetitions: re-runs allowed after the first execution (nil: no limit).
     ///   - predicate: whether to repeat after an error; runs on the current scheduler.
+    @preconcurrency
     @discardableResult
     public final func onErrorRepeat(
         backoff: Backoff,

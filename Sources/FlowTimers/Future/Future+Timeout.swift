@@ -30,11 +30,17 @@ extension Future {
         return Future(on: scheduler) { completion, mover in
             // Moved inside so that a repetition of the returned future runs this one's operation again.
             let observation = mover.moveInside(self).onResult(on: scheduler) { result in completion(result) }
-            let timer = scheduler.timer(after: delay) { completion(.failure(timeoutError)) }
-            // Disposed once the returned future completes or is cancelled: the timer stops, and
-            // cancelling the observation cancels this future unless others observe it too.
+            // The timer as a future that fails if the timer is dropped uncalled (its loop closed), so
+            // that the returned future ends with that error rather than waiting for good.
+            let timer = Future<Void>.failingIfAbandoned(on: .none) { fired in
+                scheduler.timer(after: delay) { fired(.success(())) }
+            }
+            .onResult(on: .none) { result in completion(.failure(result.error ?? timeoutError)) }
+            // Disposed once the returned future completes or is cancelled: cancelling the timer's
+            // future stops the timer, and cancelling the observation cancels this future unless
+            // others observe it too.
             return Disposer {
-                timer.dispose()
+                timer.cancel()
                 observation.cancel()
             }
         }

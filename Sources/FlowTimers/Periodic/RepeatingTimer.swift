@@ -18,12 +18,12 @@ final class RepeatingTimer: Disposable {
     }
 
     // Guarded by the mutex; the work and the scheduler's timer calls run outside it.
-    private let state: Mutex<State>
+    private let state: Synchronization.Mutex<State>
     private let scheduler: Scheduler
 
     init(scheduler: Scheduler, schedule: PeriodicSchedule, work: @escaping @Sendable (TimerTick) -> Void) {
         self.scheduler = scheduler
-        state = Mutex(State(schedule: schedule, work: work))
+        state = Synchronization.Mutex(State(schedule: schedule, work: work))
     }
 
     func start() {

@@ -31,7 +31,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
     }
 
     // Guarded by the mutex; timers are disposed, work started and callers completed after it is released.
-    private let state = Mutex(State())
+    private let state = Synchronization.Mutex(State())
     private let scheduler: Scheduler
     private let interval: Double
 
@@ -54,6 +54,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
     /// ```
     ///
     /// - Returns: a future of the result of the work that finally runs (this call's, or a later one's).
+    @preconcurrency
     @discardableResult
     public func callAsFunction(_ work: @escaping @Sendable () -> Future<Value>) -> Future<Value> {
         Future(on: scheduler) { [self] completion in
