@@ -10,9 +10,9 @@ let hangGuardSeconds = 30
 
 /// A value shared between a test and the work it schedules, guarded by a mutex.
 final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
+    private let storage: Synchronization.Mutex<Value>
 
-    init(_ value: Value) { storage = Mutex(value) }
+    init(_ value: Value) { storage = Synchronization.Mutex(value) }
 
     var value: Value {
         get { storage.withLock { $0 } }

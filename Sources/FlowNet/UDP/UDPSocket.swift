@@ -34,7 +34,7 @@ public final class UDPSocket: @unchecked Sendable {
     private var isOpen = true
     private var isClosed = false
     private var closeWaiters: [PendingResult<Void>] = []
-    private let continuations = Mutex<[Int: AsyncStream<Datagram>.Continuation]?>([:])
+    private let continuations = Synchronization.Mutex<[Int: AsyncStream<Datagram>.Continuation]?>([:])
     private let nextIdentifier = Atomic<Int>(0)
 
     private var baseHandle: UnsafeMutablePointer<uv_handle_t> {

@@ -37,7 +37,7 @@ public final class PathWatcher: @unchecked Sendable {
     private var isOpen = true
     private var isClosed = false
     private var closeWaiters: [PendingResult<Void>] = []
-    private let continuations = Mutex<[Int: AsyncStream<Change>.Continuation]?>([:])
+    private let continuations = Synchronization.Mutex<[Int: AsyncStream<Change>.Continuation]?>([:])
     private let nextIdentifier = Atomic<Int>(0)
 
     private init(loop: EventLoop, path: String, handle: UnsafeMutablePointer<uv_fs_event_t>, handler: ((Change) -> Void)?) {

@@ -45,7 +45,7 @@ public final class SignalWatcher: @unchecked Sendable {
     private var handler: ((ProcessSignal) -> Void)?
     private var isOpen = true
     private var closeWaiters: [PendingResult<Void>] = []
-    private let sequences = Mutex<SequenceState>(SequenceState())
+    private let sequences = Synchronization.Mutex<SequenceState>(SequenceState())
 
     private struct SequenceState {
         var continuations: [Int: AsyncStream<ProcessSignal>.Continuation] = [:]
@@ -118,7 +118,7 @@ public final class SignalWatcher: @unchecked Sendable {
         of signals: [ProcessSignal], keepsLoopAlive: Bool = true, on loop: EventLoop = .main
     ) -> Future<ProcessSignal> {
         let received = PendingResult<ProcessSignal>()
-        let watcherBox = Mutex<SignalWatcher?>(nil)
+        let watcherBox = Synchronization.Mutex<SignalWatcher?>(nil)
         loop.inContext {
             guard !received.isCompleted else { return }
             do {
