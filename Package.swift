@@ -46,25 +46,36 @@ let package = Package(
         // Programs: `swift run <Name>`.
         .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
         .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet", "FlowSystem"], path: "Examples/EchoServer"),
-        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet", "FlowSystem"], path: "Examples/HTTPHello"),
+        // HTTPHello's request parser, in a library of its own so that the fuzzer (Fuzz/) can link it.
+        .target(name: "HTTPParsing", path: "Examples/HTTPParsing"),
+        .executableTarget(
+            name: "HTTPHello", dependencies: ["Flow", "FlowNet", "FlowSystem", "HTTPParsing"], path: "Examples/HTTPHello"),
         .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
         .executableTarget(
             name: "Supervisor", dependencies: ["Flow", "FlowSystem", "FlowTimers"], path: "Examples/Supervisor"),
 
+        // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
+        .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),
+
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
+        // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
+        .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred"], path: "Tests/Probes/MisuseProbe"),
         .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe", "AsyncMainProbe"]),
         .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow"]),
         .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow"]),
         .testTarget(
             name: "FlowReliabilityTests",
             dependencies: [
-                "Flow", "FlowTesting", "FlowTimers", "Deferred", "FlowNet", "EchoServer",
+                "Flow", "FlowTesting", "FlowTimers", "Deferred", "FlowNet", "EchoServer", "MisuseProbe",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "FlowNetTests", dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "RetryJob", "Tour"]),
+        .testTarget(
+            name: "FlowNetTests",
+            dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour"]
+        ),
         .testTarget(name: "FlowSystemTests", dependencies: ["FlowSystem", "FlowNet", "Flow", "EchoServer", "Supervisor"]),
 
         // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users

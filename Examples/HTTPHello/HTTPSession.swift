@@ -1,9 +1,6 @@
 import Flow
 import FlowNet
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import HTTPParsing
 
 /// The canned responses, built once: `keepAlive[n - 1]` answers `n` pipelined requests in one write.
 enum Responses {
@@ -19,115 +16,103 @@ enum Responses {
     }
     static let closing = SharedBytes(response(closing: true))
     static let maximumBatch = 32
+
+    /// The answer to a refused request, before the connection closes.
+    static func refusal(_ status: Int, _ reason: String) -> SharedBytes {
+        SharedBytes("HTTP/1.1 \(status) \(reason)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    }
+
+    static let requestTimeout = refusal(408, "Request Timeout")
+    static let serviceUnavailable = refusal(503, "Service Unavailable")
 }
 
-/// One client connection: finds complete request heads, answers each with the canned response, keeps
-/// the connection open unless the client asks otherwise.
+/// One client connection: answers each request the parser finds with the canned response, keeps the
+/// connection open unless the client asks otherwise, and closes it when the client takes too long.
 ///
-/// Requests are parsed just enough: the end of the head (`\r\n\r\n`), the HTTP version, `Connection`
-/// and `Content-Length` (a body is skipped). Bytes are parsed where libuv put them; only a request
-/// cut in two by the network is copied, into `partialHead`.
+/// Deadlines: the first request, and each request from its first byte, must arrive (head and body)
+/// within ``HTTPSessionSettings/requestTimeout``; between requests, and while the client does not read
+/// its answers, the connection may idle for ``HTTPSessionSettings/idleTimeout``. One loop timer per
+/// connection enforces them: reading a chunk only moves the deadline, and the timer, when it fires
+/// early, is armed again for the new deadline.
 final class HTTPSession {
     private let connection: TCPConnection
-    private var partialHead: [UInt8] = []
-    private var bodyBytesToSkip = 0
+    private let settings: HTTPSessionSettings
+    private var parser: HTTPRequestParser
+    /// Set once the session stops reading: the connection is closing.
     private var isFinished = false
+    private var isClosed = false
+    /// When the connection is closed, in ``EventLoop/uptimeNanoseconds``, unless something moves it.
+    private var deadline: UInt64 = 0
+    private var deadlineTimer: Disposable?
+    /// When a request last completed, or the connection opened: the registry closes the session with
+    /// the oldest first when its loop is full.
+    private(set) var lastProgress: UInt64 = 0
+    /// This session's place in its loop's ``SessionRegistry``; -1 outside it.
+    var registryIndex = -1
+    private var registry: SessionRegistry?
 
-    /// A head longer than this is refused (the connection is closed).
-    private static let maximumHeadSize = 16 * 1024
-
-    init(connection: TCPConnection) {
+    init(connection: TCPConnection, settings: HTTPSessionSettings = .fromCommandLine) {
         self.connection = connection
+        self.settings = settings
+        parser = HTTPRequestParser(limits: settings.limits)
     }
 
     func start() {
+        lastProgress = EventLoop.uptimeNanoseconds
+        registry = SessionRegistry.of(connection.loop, settings: settings)
+        registry?.admit(self)
+        moveDeadline(by: settings.requestTimeout)
         connection.onRead { [self] event in
             switch event {
             case .bytes(let bytes): received(bytes)
             case .endOfStream: finish()
-            case .failed: connection.close()
+            case .failed: closeNow()
             }
         }
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         guard !isFinished else { return }
-        var input = bytes
-        if bodyBytesToSkip > 0 {
-            let skipped = min(bodyBytesToSkip, input.count)
-            bodyBytesToSkip -= skipped
-            input = UnsafeRawBufferPointer(rebasing: input[skipped...])
-        }
-        if partialHead.isEmpty {
-            let consumed = answerRequests(in: input)
-            if consumed < input.count { keepPartial(UnsafeRawBufferPointer(rebasing: input[consumed...])) }
-        } else {
-            partialHead.append(contentsOf: input)
-            let consumed = partialHead.withUnsafeBytes { answerRequests(in: $0) }
-            let leftover = Array(partialHead[consumed...])
-            partialHead.removeAll(keepingCapacity: true)
-            leftover.withUnsafeBytes { keepPartial($0) }
-        }
-        if !isFinished, !connection.isWritable {
-            // A client pipelining faster than it reads waits until it has read what we sent.
-            connection.pauseReading()
-            connection.whenWritable().onValue { [connection] in connection.resumeReading() }
-        }
-    }
-
-    private func keepPartial(_ bytes: UnsafeRawBufferPointer) {
-        guard !isFinished, !bytes.isEmpty else { return }
-        guard partialHead.count + bytes.count <= Self.maximumHeadSize else {
-            isFinished = true
-            connection.close()
-            return
-        }
-        partialHead.append(contentsOf: bytes)
-    }
-
-    /// Answers every complete request in `buffer`; returns how many bytes they took.
-    private func answerRequests(in buffer: UnsafeRawBufferPointer) -> Int {
-        guard let base = buffer.baseAddress else { return 0 }
-        var offset = 0
+        let wasBetweenRequests = parser.isBetweenRequests
         var pendingAnswers = 0
-        while offset < buffer.count, !isFinished {
-            guard let headEnd = Self.endOfHead(in: buffer, from: offset) else { break }
-            let head = RequestHead(UnsafeRawBufferPointer(start: base + offset, count: headEnd - offset))
-            offset = headEnd + 4
-            if head.contentLength > 0 {
-                let available = min(head.contentLength, buffer.count - offset)
-                offset += available
-                bodyBytesToSkip = head.contentLength - available
-            }
-            if head.keepsAlive {
-                pendingAnswers += 1
-                if pendingAnswers == Responses.maximumBatch { flush(&pendingAnswers) }
-            } else {
+        var answered = 0
+        do {
+            try parser.consume(bytes) { head in
+                answered += 1
+                if head.keepsAlive {
+                    pendingAnswers += 1
+                    if pendingAnswers == Responses.maximumBatch { flush(&pendingAnswers) }
+                    return true
+                }
                 flush(&pendingAnswers)
                 connection.send(Responses.closing)
-                finish()
+                return false
             }
+        } catch {
+            flush(&pendingAnswers)
+            connection.send(Responses.refusal(error.statusCode, error.reasonPhrase))
+            finish()
+            return
         }
         flush(&pendingAnswers)
-        return min(offset, buffer.count)
-    }
-
-    /// The offset of the `\r\n\r\n` ending the head that starts at `start`, if it is all there.
-    private static func endOfHead(in buffer: UnsafeRawBufferPointer, from start: Int) -> Int? {
-        let base = buffer.baseAddress!
-        var offset = start
-        while offset + 4 <= buffer.count {
-            guard let found = memchr(base + offset, Int32(UInt8(ascii: "\r")), buffer.count - offset - 3) else {
-                return nil
-            }
-            let candidate = base.distance(to: UnsafeRawPointer(found))
-            if buffer[candidate + 1] == UInt8(ascii: "\n"), buffer[candidate + 2] == UInt8(ascii: "\r"),
-               buffer[candidate + 3] == UInt8(ascii: "\n") {
-                return candidate
-            }
-            offset = candidate + 1
+        if answered > 0 { lastProgress = EventLoop.uptimeNanoseconds }
+        if parser.isFinished {
+            finish()
+            return
         }
-        return nil
+        if parser.isBetweenRequests {
+            moveDeadline(by: settings.idleTimeout)
+        } else if wasBetweenRequests || answered > 0 {
+            // A new request started in this chunk: its deadline counts from now, and does not move
+            // while it trickles in.
+            moveDeadline(by: settings.requestTimeout)
+        }
+        if !connection.isWritable {
+            // A client pipelining faster than it reads waits until it has read what we sent.
+            connection.pauseReading()
+            moveDeadline(by: settings.idleTimeout)
+            connection.whenWritable().onValue { [connection] in connection.resumeReading() }
+        }
     }
 
     private func flush(_ count: inout Int) {
@@ -136,78 +121,57 @@ final class HTTPSession {
         count = 0
     }
 
-    /// Sends what is queued, tells the client we are done, then closes.
+    // MARK: Deadlines
+
+    private func moveDeadline(by seconds: Double) {
+        deadline = EventLoop.uptimeNanoseconds + UInt64(seconds * 1e9)
+        if deadlineTimer == nil { armDeadlineTimer() }
+    }
+
+    private func armDeadlineTimer() {
+        // The timer fires on the connection's loop, where this session lives.
+        let session = LoopBound(self, loop: connection.loop)
+        deadlineTimer = connection.loop.execute(atUptimeNanoseconds: deadline) { session.value.deadlineReached() }
+    }
+
+    private func deadlineReached() {
+        deadlineTimer = nil
+        guard !isClosed else { return }
+        if EventLoop.uptimeNanoseconds < deadline {
+            armDeadlineTimer()
+            return
+        }
+        if !isFinished, !parser.isBetweenRequests { connection.send(Responses.requestTimeout) }
+        closeNow()
+    }
+
+    // MARK: Closing
+
+    /// Sends what is queued, tells the client we are done, then closes; a client that does not take
+    /// what is queued within the idle timeout is closed anyway.
     private func finish() {
         guard !isFinished else { return }
         isFinished = true
         connection.pauseReading()
-        let connection = connection
-        connection.shutdown().always { connection.close() }
-    }
-}
-
-/// What the server needs from a request head.
-struct RequestHead {
-    var keepsAlive: Bool
-    var contentLength = 0
-
-    /// Reads the head's lines in place: no copy, no allocation.
-    init(_ head: UnsafeRawBufferPointer) {
-        keepsAlive = true
-        var lineStart = head.startIndex
-        var isRequestLine = true
-        while lineStart < head.endIndex {
-            var lineEnd = lineStart
-            while lineEnd < head.endIndex, head[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-            let line = head[lineStart..<lineEnd]
-            if isRequestLine {
-                // HTTP/1.1 keeps connections open unless told otherwise; HTTP/1.0 closes them unless told.
-                keepsAlive = !Self.contains(line, "HTTP/1.0")
-                isRequestLine = false
-            } else if let value = Self.value(of: "connection:", in: line) {
-                if Self.contains(value, "close") { keepsAlive = false }
-                if Self.contains(value, "keep-alive") { keepsAlive = true }
-            } else if let value = Self.value(of: "content-length:", in: line) {
-                contentLength = value.reduce(0) { length, byte in
-                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                        ? length * 10 + Int(byte - UInt8(ascii: "0")) : length
-                }
-            }
-            lineStart = lineEnd + 1
-        }
+        moveDeadline(by: settings.idleTimeout)
+        let session = LoopBound(self, loop: connection.loop)
+        connection.shutdown().always(on: connection.loop.scheduler) { session.value.closeNow() }
     }
 
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+    /// Closes the connection to make room for a new one (see ``SessionRegistry``).
+    func evict() {
+        if !isFinished, !parser.isBetweenRequests { connection.send(Responses.serviceUnavailable) }
+        closeNow()
     }
 
-    /// The rest of `line` after the header name `name` (lowercase, with its colon), matched ignoring case.
-    private static func value(
-        of name: StaticString, in line: Slice<UnsafeRawBufferPointer>
-    ) -> Slice<UnsafeRawBufferPointer>? {
-        let count = name.utf8CodeUnitCount
-        guard line.count >= count else { return nil }
-        let pattern = UnsafeBufferPointer(start: name.utf8Start, count: count)
-        var index = line.startIndex
-        for expected in pattern {
-            guard lowercased(line[index]) == expected else { return nil }
-            index += 1
-        }
-        return line[index...]
-    }
-
-    /// Whether `text` (ASCII, lowercase) occurs in `bytes`, ignoring case.
-    private static func contains(_ bytes: Slice<UnsafeRawBufferPointer>, _ text: StaticString) -> Bool {
-        let count = text.utf8CodeUnitCount
-        let pattern = UnsafeBufferPointer(start: text.utf8Start, count: count)
-        guard bytes.count >= count else { return false }
-        var start = bytes.startIndex
-        while start + count <= bytes.endIndex {
-            var index = 0
-            while index < count, lowercased(bytes[start + index]) == lowercased(pattern[index]) { index += 1 }
-            if index == count { return true }
-            start += 1
-        }
-        return false
+    private func closeNow() {
+        guard !isClosed else { return }
+        isFinished = true
+        isClosed = true
+        registry?.remove(self)
+        registry = nil
+        deadlineTimer?.dispose()
+        deadlineTimer = nil
+        connection.close()
     }
 }

@@ -34,6 +34,8 @@ guard let port = Int(option("--port") ?? "8080"), let loopCount = Int(option("--
     print("usage: HTTPHello [--host 127.0.0.1] [--port 8080] [--loops 1]")
     exit(2)
 }
+// The session options (HTTPSessionSettings.swift), checked now rather than at the first connection.
+_ = HTTPSessionSettings.fromCommandLine
 
 do {
     let address: SocketAddress

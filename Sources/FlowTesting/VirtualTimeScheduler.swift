@@ -282,7 +282,7 @@ public final class VirtualTimeScheduler: Sendable {
     // MARK: Time arithmetic
 
     private static func adding(seconds: Double, to base: UInt64) -> UInt64 {
-        precondition(!seconds.isNaN, "VirtualTimeScheduler: a delay must be a number of seconds, not NaN")
+        misusePrecondition(!seconds.isNaN, "VirtualTimeScheduler: a delay must be a number of seconds, not NaN")
         guard seconds > 0 else { return base }
         let nanoseconds = (seconds * 1e9).rounded()
         guard nanoseconds < Double(UInt64.max - base) else { return .max }

@@ -80,7 +80,7 @@ extension Scheduler {
         missedTicks: MissedTickPolicy = .skip,
         execute work: @escaping @Sendable (TimerTick) -> Void
     ) -> Disposable {
-        precondition(interval.isFinite && interval > 0,
+        misusePrecondition(interval.isFinite && interval > 0,
                      "Scheduler.repeatingTimer(every:): the interval must be a positive number of seconds, not \(interval)")
         let intervalNanoseconds = max(1, Scheduler.nanoseconds(interval))
         let firstDelay = initialDelay.map { max(0, Scheduler.nanoseconds($0)) } ?? intervalNanoseconds
@@ -118,7 +118,7 @@ extension Scheduler {
 
     /// `seconds` in whole nanoseconds, rounded to the nearest, saturating; negative gives zero.
     static func nanoseconds(_ seconds: Double) -> UInt64 {
-        precondition(seconds.isFinite, "FlowTimers: a delay must be a finite number of seconds, not \(seconds)")
+        misusePrecondition(seconds.isFinite, "FlowTimers: a delay must be a finite number of seconds, not \(seconds)")
         guard seconds > 0 else { return 0 }
         let nanoseconds = (seconds * 1e9).rounded()
         return nanoseconds < 1.8e19 ? UInt64(nanoseconds) : .max

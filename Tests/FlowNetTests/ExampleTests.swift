@@ -41,4 +41,76 @@ struct ExampleTests {
         #expect(bodies(last) == 1)
         #expect(last.contains("Connection: close\r\n"))
     }
+
+    @Test("HTTPHello answers a Content-Length past Int.max with 413, closes that connection and keeps serving")
+    func httpHelloRefusesAnOverflowingContentLength() throws {
+        let server = try ExampleProcess("HTTPHello", arguments: ["--port", "0"])
+        defer { server.stop() }
+        let line = try #require(server.readLine())
+        let port = try #require(listeningPort(in: line, after: "HTTPHello listening on 127.0.0.1:"), "printed: \(line)")
+        let attacker = try LoopbackClient(port: port)
+        attacker.send("POST / HTTP/1.1\r\nContent-Length: 9223372036854775808\r\n\r\n")
+        #expect(attacker.receiveToEnd().hasPrefix("HTTP/1.1 413 Content Too Large\r\n"))
+        let attackerWithHugeHead = try LoopbackClient(port: port)
+        attackerWithHugeHead.send("GET /" + String(repeating: "a", count: 64 * 1024) + " HTTP/1.1\r\n\r\n")
+        #expect(attackerWithHugeHead.receiveToEnd().hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n"))
+        let client = try LoopbackClient(port: port)
+        client.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(client.receiveToEnd().hasSuffix("Hello, World!"))
+    }
+
+    @Test("HTTPHello closes clients that stall mid-request or idle past the timeouts, serving others meanwhile")
+    func httpHelloClosesSlowClients() throws {
+        let server = try ExampleProcess(
+            "HTTPHello", arguments: ["--port", "0", "--request-timeout", "0.3", "--idle-timeout", "0.3"])
+        defer { server.stop() }
+        let line = try #require(server.readLine())
+        let port = try #require(listeningPort(in: line, after: "HTTPHello listening on 127.0.0.1:"), "printed: \(line)")
+        let baseline = server.openDescriptorCount
+
+        // Half a head each, then nothing: a slow-client attack.
+        let slowClients = try (0..<20).map { _ in try LoopbackClient(port: port) }
+        for client in slowClients { client.send("GET / HTTP/1.1\r\nHost: 127.0") }
+        // One request answered, then silence on a kept-alive connection.
+        let idleClient = try LoopbackClient(port: port)
+        idleClient.send("GET / HTTP/1.1\r\n\r\n")
+        #expect(idleClient.receive { $0.hasSuffix("Hello, World!") }.hasSuffix("Hello, World!"))
+        // Meanwhile another client is served at once.
+        let client = try LoopbackClient(port: port)
+        client.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(client.receiveToEnd().hasSuffix("Hello, World!"))
+
+        // The server closes each of them (a stalled request is told 408 first).
+        for slowClient in slowClients {
+            #expect(
+                slowClient.receiveToEnd()
+                    == "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        }
+        #expect(idleClient.receiveToEnd() == "")
+        // And its descriptors are back to what they were (each was closed before the client saw the end).
+        #expect(server.openDescriptorCount == baseline)
+    }
+
+    @Test("HTTPHello at its connection limit closes the longest-stalled connection to admit a new client")
+    func httpHelloEvictsStalledConnectionsAtItsLimit() throws {
+        let server = try ExampleProcess("HTTPHello", arguments: ["--port", "0", "--max-connections", "5"])
+        defer { server.stop() }
+        let line = try #require(server.readLine())
+        let port = try #require(listeningPort(in: line, after: "HTTPHello listening on 127.0.0.1:"), "printed: \(line)")
+        let slowClients = try (0..<8).map { _ in
+            let client = try LoopbackClient(port: port)
+            client.send("GET / HTTP/1.1\r\nHost: 127.0")
+            return client
+        }
+        // A client arriving now is served: the oldest stalled connection makes room for it.
+        let client = try LoopbackClient(port: port)
+        client.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(client.receiveToEnd().hasSuffix("Hello, World!"))
+        // The four oldest made room for the last three and for that client (with a 503 if their half
+        // head had been read); the request timeout, 10 s by default, has not closed them.
+        for slowClient in slowClients.prefix(4) {
+            let answer = slowClient.receiveToEnd()
+            #expect(answer.isEmpty || answer.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"), "got \(answer)")
+        }
+    }
 }

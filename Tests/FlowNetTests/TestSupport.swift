@@ -195,6 +195,14 @@ final class ExampleProcess {
         }
     }
 
+    /// The program's process id.
+    var processIdentifier: Int32 { process.processIdentifier }
+
+    /// How many file descriptors the program has open (from `/proc/<pid>/fd`).
+    var openDescriptorCount: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count) ?? -1
+    }
+
     /// The next line the program printed, or `nil` if its output ended first.
     func readLine() -> String? {
         while true {

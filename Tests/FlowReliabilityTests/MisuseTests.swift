@@ -22,6 +22,22 @@ struct LoopMisuseTests {
         #expect(loop.scheduler.sync { loop.isInLoopContext }, "the loop still runs work on its own thread")
     }
 
+    @Test("running or closing EventLoop.main off the main thread throws mainLoopOffMainThread; nothing runs it")
+    func runningTheMainLoopOffTheMainThreadThrows() {
+        let thrown = Guarded<[EventLoopError]>([])
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            do throws(EventLoopError) { try EventLoop.main.run() } catch { thrown.withLock { $0.append(error) } }
+            do throws(EventLoopError) { try EventLoop.main.close() } catch { thrown.withLock { $0.append(error) } }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + hangGuard) == .success)
+        #expect(thrown.current == [.mainLoopOffMainThread, .mainLoopOffMainThread])
+        #expect(!EventLoop.main.isRunning && !EventLoop.main.isClosed)
+        let description = "\(EventLoopError.mainLoopOffMainThread)"
+        #expect(description.contains("EventLoop.main is run and closed by the main thread only"))
+    }
+
     @Test("submit on a closed loop throws EventLoopError.closed and the work never runs; run and close throw closed")
     func submittingToAClosedLoopThrows() throws {
         let loop = EventLoop(name: "misuse.closed")

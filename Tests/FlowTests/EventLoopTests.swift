@@ -199,6 +199,16 @@ struct EventLoopTests {
         #expect(lines.last == "run returned")
     }
 
+    @Test("EventLoop.main.run() off the main thread throws; the main thread then runs it, its work and its stop()")
+    func mainLoopRunOffTheMainThreadIsRefused() throws {
+        let run = try runProbe("runOffMainThread")
+        #expect(run.status == 0, "\(run.errorOutput)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(lines.first == "another thread was refused: \(EventLoopError.mainLoopOffMainThread)")
+        #expect(lines.contains("main thread work ran: true"))
+        #expect(lines.last == "run returned after stop()")
+    }
+
     @Test("Scheduler.main work runs when only dispatchMain() drives the main queue")
     func mainLoopUnderDispatchMain() throws {
         let run = try runProbe("dispatchMain")

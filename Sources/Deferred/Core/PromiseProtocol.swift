@@ -1,3 +1,5 @@
+import Flow
+
 /// The writing side of a value that becomes known later: something that can be filled, once.
 ///
 /// ``Deferred`` is both a promise and a future; hand out a ``Future`` to give others only the
@@ -32,7 +34,7 @@ extension PromiseProtocol {
     /// - Parameters:
     ///   - value: the value to fill with.
     public func mustFill(with value: Value, file: StaticString = #file, line: UInt = #line) {
-        precondition(fill(with: value), "mustFill(with:): the promise was already filled", file: file, line: line)
+        misusePrecondition(fill(with: value), "mustFill(with:): the promise was already filled", file: file, line: line)
     }
 }
 

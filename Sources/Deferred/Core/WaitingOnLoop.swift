@@ -14,7 +14,7 @@ func preconditionWaitingCanFinish(_ operation: StaticString) {
     guard let loop = Flow.Scheduler.executing?.eventLoop, loop.isRunningItsWorkOnThisThread else {
         return
     }
-    preconditionFailure(
+    misuseFailure(
         "Deferred.\(operation): called inside the work of the event loop '\(loop.name)', which cannot run while "
             + "its thread waits; the loop may be the one to fill the value, so the wait would never end. "
             + "Use upon(_:execute:) instead")

@@ -179,8 +179,12 @@ public final class EventLoop: @unchecked Sendable {
     /// active handle, no pending timer, no queued work, nothing kept alive with ``keepAlive()``.
     ///
     /// - Throws: ``EventLoopError/alreadyRunning`` if another thread (or this one) is running the
-    ///   loop, ``EventLoopError/closed`` after ``close()``.
+    ///   loop, ``EventLoopError/closed`` after ``close()``, ``EventLoopError/mainLoopOffMainThread`` for
+    ///   ``EventLoop/main`` off the main thread.
     public func run() throws(EventLoopError) {
+        // The main thread counts as the main loop's context even while it is not running it: another
+        // thread inside the main loop would share its libuv state with the main thread, unguarded.
+        if isMainLoop, flow_is_main_thread() == 0 { throw .mainLoopOffMainThread }
         try beginRunning()
         defer { endRunning() }
         let context = ThreadContext.current
@@ -294,7 +298,7 @@ public final class EventLoop: @unchecked Sendable {
             do {
                 try enqueueFromOutside(work)
             } catch {
-                preconditionFailure("EventLoop.execute: work was submitted to the closed loop '\(name)'; it cannot run")
+                misuseFailure("EventLoop.execute: work was submitted to the closed loop '\(name)'; it cannot run")
             }
         }
     }
@@ -424,7 +428,7 @@ public final class EventLoop: @unchecked Sendable {
     public static var uptimeNanoseconds: UInt64 { uv_hrtime() }
 
     static func deadline(after delay: Double, caller: String) -> UInt64 {
-        precondition(delay.isFinite, "\(caller): the delay must be a finite number of seconds, not \(delay)")
+        misusePrecondition(delay.isFinite, "\(caller): the delay must be a finite number of seconds, not \(delay)")
         let now = uv_hrtime()
         guard delay > 0 else { return now }
         let nanoseconds = delay * 1e9
@@ -517,7 +521,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Stops the program with a message unless the caller runs in this loop's context: for APIs that
     /// touch libuv, which is single-threaded.
     public func assertInLoopContext(_ caller: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
-        precondition(isInLoopContext, "\(caller()): must be called on the loop '\(name)' (its thread, or its callbacks), not from another thread", file: file, line: line)
+        misusePrecondition(isInLoopContext, "\(caller()): must be called on the loop '\(name)' (its thread, or its callbacks), not from another thread", file: file, line: line)
     }
 
     /// Tells a loop driven by the Dispatch main queue that libuv state changed outside `uv_run`
@@ -568,8 +572,10 @@ public final class EventLoop: @unchecked Sendable {
     ///
     /// - Throws: ``EventLoopError/alreadyRunning`` while another thread runs the loop,
     ///   ``EventLoopError/closedFromInsideTheLoop`` from the loop's own work, ``EventLoopError/closed``
-    ///   if already closed.
+    ///   if already closed, ``EventLoopError/mainLoopOffMainThread`` for ``EventLoop/main`` off the main
+    ///   thread and main queue.
     public func close() throws(EventLoopError) {
+        if isMainLoop, !MainThread.isMainContext(ThreadContext.current) { throw .mainLoopOffMainThread }
         if isInLoopContext && loopIsInsideRun { throw .closedFromInsideTheLoop }
         let (exchanged, found) = lifecycle.compareExchange(
             expected: Lifecycle.idle, desired: Lifecycle.closing, ordering: .acquiringAndReleasing)
@@ -618,7 +624,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Stops a loop started with ``startOnNewThread(name:)``, waits for its thread to finish the work
     /// already submitted, and closes it. Callable from any thread but the loop's own.
     public func shutdown() {
-        precondition(!isInLoopContext, "EventLoop.shutdown(): called on the loop's own thread, which would wait for itself")
+        misusePrecondition(!isInLoopContext, "EventLoop.shutdown(): called on the loop's own thread, which would wait for itself")
         let thread = ownThread.withLock { thread -> LoopThread? in
             let taken = thread
             thread = nil
@@ -634,7 +640,7 @@ public final class EventLoop: @unchecked Sendable {
         } catch .closed {
             // Already closed: nothing left to do.
         } catch {
-            preconditionFailure("EventLoop.shutdown(): \(error)")
+            misuseFailure("EventLoop.shutdown(): \(error)")
         }
     }
 

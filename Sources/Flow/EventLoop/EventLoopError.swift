@@ -6,6 +6,9 @@ public enum EventLoopError: Error, Equatable, CustomStringConvertible {
     case closed
     /// ``EventLoop/close()`` was called from inside the loop's own work.
     case closedFromInsideTheLoop
+    /// ``EventLoop/run()`` or ``EventLoop/close()`` of ``EventLoop/main`` was called off the main thread:
+    /// the main loop belongs to the main thread, which treats itself as the loop's context at all times.
+    case mainLoopOffMainThread
     /// A libuv call failed; `name` and `message` are libuv's (for example `EADDRINUSE`, "address already in use").
     case libuv(code: Int32, name: String, message: String)
 
@@ -18,6 +21,9 @@ public enum EventLoopError: Error, Equatable, CustomStringConvertible {
             return "EventLoop: the loop was closed and accepts no more work"
         case .closedFromInsideTheLoop:
             return "EventLoop.close(): called from the loop's own work; stop the loop and close it from outside"
+        case .mainLoopOffMainThread:
+            return "EventLoop.main is run and closed by the main thread only; "
+                + "give other threads a loop of their own (EventLoop.startOnNewThread())"
         case .libuv(_, let name, let message):
             return "\(name): \(message)"
         }

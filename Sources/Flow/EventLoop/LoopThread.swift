@@ -36,7 +36,7 @@ final class LoopThread: @unchecked Sendable {
         do {
             try loop.run()
         } catch {
-            preconditionFailure("EventLoop thread '\(loop.name)': \(error)")
+            misuseFailure("EventLoop thread '\(loop.name)': \(error)")
         }
     }
 

@@ -79,7 +79,7 @@ public func select<Value>(
     between futures: [Future<Value>], cancelNonCompleted: Bool = true,
     file: StaticString = #fileID, line: UInt = #line
 ) -> Future<Value> {
-    precondition(!futures.isEmpty, "select(between:) needs at least one future: with none, it could never complete")
+    misusePrecondition(!futures.isEmpty, "select(between:) needs at least one future: with none, it could never complete")
     return CombiningFuture.make(futures.map(CombinedInput.init), rule: .first { _, value in
         value as! Value
     }, cancelNonCompleted: cancelNonCompleted, file: file, line: line)

@@ -22,7 +22,7 @@ extension Future {
     public final func delay(on scheduler: Scheduler = .current, by delay: @escaping @Sendable (Result<Value>) -> Double?) -> Future<Value> {
         flatMapResult(on: .none) { result in
             guard let seconds = delay(result) else { return Future(result: result) }
-            precondition(!seconds.isNaN, "Future.delay: the delay must be a finite number of seconds, not nan")
+            misusePrecondition(!seconds.isNaN, "Future.delay: the delay must be a finite number of seconds, not nan")
             // Failing if abandoned: closing the loop releases its timers uncalled.
             return Future.failingIfAbandoned(on: .none) { completion in
                 scheduler.async(after: seconds) { completion(result) }

@@ -42,7 +42,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
 
     static func make(_ original: Future<Value>, policy: RepeatPolicy<Value>, scheduler: Scheduler, file: StaticString, line: UInt) -> RepeatingFuture {
         if let maximum = policy.maxRepetitions {
-            precondition(maximum >= 0, "onErrorRepeat/onResultRepeat: maxRepetitions must be 0 or more, not \(maximum)")
+            misusePrecondition(maximum >= 0, "onErrorRepeat/onResultRepeat: maxRepetitions must be 0 or more, not \(maximum)")
         }
         let future = RepeatingFuture(original: original, policy: policy, scheduler: scheduler, file: file, line: line)
         original.addListener(future)
@@ -281,7 +281,7 @@ extension Future {
     /// ```
     @discardableResult
     public final func repeatAndCollect(repeatCount: Int, delayBetweenRepetitions: Double? = nil) -> Future<[Value]> {
-        precondition(repeatCount >= 0, "repeatAndCollect: repeatCount must be 0 or more, not \(repeatCount)")
+        misusePrecondition(repeatCount >= 0, "repeatAndCollect: repeatCount must be 0 or more, not \(repeatCount)")
         let collected = CollectedValues<Value>()
         return map(on: .none) { value -> Value in
             collected.append(value)

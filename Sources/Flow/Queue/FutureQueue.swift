@@ -60,7 +60,7 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     ///   - maxConcurrentCount: how many operations may run at once; at least 1.
     ///   - executeOn: where the operations are started; by default the scheduler current here.
     public init(resource: Resource, maxConcurrentCount: Int = 1, executeOn: Scheduler = .current) {
-        precondition(
+        misusePrecondition(
             maxConcurrentCount >= 1,
             "FutureQueue: maxConcurrentCount must be at least 1 (got \(maxConcurrentCount))")
         self.resource = resource
@@ -164,7 +164,7 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
         file: StaticString = #fileID, line: UInt = #line,
         _ operation: @escaping @Sendable (FutureQueue<Resource>) throws -> Future<Output>
     ) -> Future<Output> {
-        precondition(
+        misusePrecondition(
             maxConcurrentCount >= 1,
             "FutureQueue.enqueueBatch: maxConcurrentCount must be at least 1 (got \(maxConcurrentCount))")
         return enqueue(file: file, line: line) { [self] () throws -> Future<Output> in

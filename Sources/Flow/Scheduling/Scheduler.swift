@@ -180,7 +180,7 @@ public final class Scheduler: Sendable {
     @preconcurrency
     @discardableResult
     public func async(after delay: Double, execute work: @escaping @Sendable () -> Void) -> Disposable {
-        precondition(delay.isFinite, "Scheduler.async(after:): the delay must be a finite number of seconds, not \(delay)")
+        misusePrecondition(delay.isFinite, "Scheduler.async(after:): the delay must be a finite number of seconds, not \(delay)")
         switch backend {
         case .loop(let loop):
             return loop.execute(after: delay, work)
@@ -220,7 +220,7 @@ public final class Scheduler: Sendable {
                 outcome = ThreadContext.current.run(as: self, work)
             }
             guard let outcome else {
-                preconditionFailure("Scheduler.sync: the custom scheduler's sync function returned without running the work")
+                misuseFailure("Scheduler.sync: the custom scheduler's sync function returned without running the work")
             }
             return outcome
         }

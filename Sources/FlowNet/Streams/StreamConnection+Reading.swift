@@ -34,7 +34,7 @@ extension StreamConnection {
         loop.assertInLoopContext("\(type(of: self)).onRead")
         switch readMode {
         case .futures:
-            preconditionFailure("\(type(of: self)).onRead: the connection is already read with read() or chunks")
+            misuseFailure("\(type(of: self)).onRead: the connection is already read with read() or chunks")
         case .closed:
             return
         case .none, .handler:
@@ -84,7 +84,7 @@ extension StreamConnection {
         onLoop { [self] in
             switch readMode {
             case .handler:
-                preconditionFailure("\(type(of: self)).read(): the connection is already read with onRead(_:)")
+                misuseFailure("\(type(of: self)).read(): the connection is already read with onRead(_:)")
             case .closed:
                 pending.fail(EventLoopError.cancelledByClose)
                 return

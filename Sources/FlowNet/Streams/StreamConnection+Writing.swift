@@ -58,7 +58,7 @@ extension StreamConnection {
             if let completion { reportLater(completion, .cancelledByClose) }
             return
         }
-        precondition(bytes.count <= Int(UInt32.max), "\(type(of: self)).send: a single write is limited to 4 GiB")
+        misusePrecondition(bytes.count <= Int(UInt32.max), "\(type(of: self)).send: a single write is limited to 4 GiB")
         let write = spareWriteRequests.popLast() ?? WriteRequest()
         write.bytes = bytes
         write.completion = completion

@@ -43,7 +43,7 @@ public final class TCPListenerGroup: Sendable {
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, loops: [EventLoop],
         onAccept: @escaping @Sendable (TCPConnection) -> Void
     ) throws -> TCPListenerGroup {
-        precondition(!loops.isEmpty, "TCPListenerGroup.listen: give at least one loop")
+        misusePrecondition(!loops.isEmpty, "TCPListenerGroup.listen: give at least one loop")
         var listeners: [TCPListener] = []
         var sharedPort = port
         do {

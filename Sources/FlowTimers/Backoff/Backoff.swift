@@ -1,3 +1,5 @@
+import Flow
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -52,7 +54,7 @@ public struct Backoff: Sendable {
     public let random: RandomSource
 
     private init(strategy: Strategy, maximum: Double, jitter: Jitter = .none, random: RandomSource = .system) {
-        precondition(!maximum.isNaN && maximum >= 0, "Backoff: the maximum must be zero or more seconds, not \(maximum)")
+        misusePrecondition(!maximum.isNaN && maximum >= 0, "Backoff: the maximum must be zero or more seconds, not \(maximum)")
         self.strategy = strategy
         self.maximum = maximum
         self.jitter = jitter
@@ -140,7 +142,7 @@ public struct Backoff: Sendable {
     /// Backoff.exponential(initial: 0.1, maximum: 10).delay(forAttempt: 3)   // 0.4
     /// ```
     public func delay(forAttempt attempt: Int) -> Double {
-        precondition(attempt >= 1, "Backoff.delay(forAttempt:): attempts count from 1, not \(attempt)")
+        misusePrecondition(attempt >= 1, "Backoff.delay(forAttempt:): attempts count from 1, not \(attempt)")
         let computed: Double
         switch strategy {
         case .constant(let delay):

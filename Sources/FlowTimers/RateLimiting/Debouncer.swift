@@ -41,7 +41,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
     /// let save = Debouncer<Void>(interval: 2)
     /// ```
     public init(on scheduler: Scheduler = .current, interval: Double) {
-        precondition(interval.isFinite && interval >= 0, "Debouncer: the interval must be zero or more seconds, not \(interval)")
+        misusePrecondition(interval.isFinite && interval >= 0, "Debouncer: the interval must be zero or more seconds, not \(interval)")
         self.scheduler = scheduler
         self.interval = interval
     }

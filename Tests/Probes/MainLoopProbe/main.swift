@@ -2,6 +2,7 @@
 // which a test case does not have. The first argument picks the scenario; the output is checked.
 import Dispatch
 import Flow
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -42,6 +43,28 @@ case "dispatchMain":
         }
     }
     dispatchMain()
+case "runOffMainThread":
+    // EventLoop.main belongs to the main thread: another thread is refused, and the main thread's own
+    // run afterwards serves its work and stops when asked.
+    let refused = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        do {
+            try EventLoop.main.run()
+            say("another thread ran the main loop")
+        } catch {
+            say("another thread was refused: \(error)")
+        }
+        refused.signal()
+    }
+    refused.wait()
+    let keepAlive = EventLoop.main.keepAlive()
+    Scheduler.main.async {
+        say("main thread work ran: \(Scheduler.main.isExecuting)")
+        EventLoop.main.stop()
+    }
+    try EventLoop.main.run()
+    keepAlive.dispose()
+    say("run returned after stop()")
 case "executeOnClosedLoop":
     let loop = EventLoop(name: "probe")
     try loop.close()

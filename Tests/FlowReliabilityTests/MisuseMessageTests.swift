@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// Every misuse of the matrix that stops the program (Docs/MisuseMatrix.md), with the message it must
+/// print, run in the `MisuseProbe` child process: the debug build always, and the release build when
+/// `FLOW_RELEASE_MISUSE_PROBE` names one (CI builds it with `swift build -c release --product MisuseProbe`).
+/// `precondition` prints its message only in debug builds: this is what shows that the messages
+/// survive optimisation.
+@Suite("Misuse: messages in debug and release builds")
+struct MisuseMessageTests {
+    static let expectedMessages: [String: String] = [
+        "mustFillTwice": "mustFill(with:): the promise was already filled",
+        "executeOnClosedLoop": "EventLoop.execute: work was submitted to the closed loop 'probe.closed'; it cannot run",
+        "shutdownOnTheLoopThread":
+            "EventLoop.shutdown(): called on the loop's own thread, which would wait for itself",
+        "waitOnTheLoopThread":
+            "called inside the work of the event loop 'probe.wait', which cannot run while its thread waits",
+        "nanLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not nan",
+        "infiniteLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not inf",
+        "negativeInfiniteLoopDelay":
+            "EventLoop.execute(after:): the delay must be a finite number of seconds, not -inf",
+        "infiniteSchedulerDelay": "Scheduler.async(after:): the delay must be a finite number of seconds, not inf",
+        "nanFutureDelay": "Future.delay: the delay must be a finite number of seconds, not nan",
+        "negativeMaxRepetitions": "onErrorRepeat/onResultRepeat: maxRepetitions must be 0 or more, not -1",
+        "zeroConcurrencyQueue": "maxConcurrentCount must be at least 1",
+        "selectBetweenNothing": "select(between:) needs at least one future",
+    ]
+
+    static var cases: [String] { expectedMessages.keys.sorted() }
+
+    /// The release build of the probe, if CI (or you) built one and named it.
+    static let releaseProbe: String? = ProcessInfo.processInfo.environment["FLOW_RELEASE_MISUSE_PROBE"]
+
+    @Test("the probe knows exactly the cases checked here")
+    func probeListsTheCheckedCases() throws {
+        let run = try runMisuseProbe(debugProbePath(), "--list")
+        #expect(run.output.split(separator: "\n").map(String.init).sorted() == Self.cases)
+    }
+
+    @Test("in a debug build, each misuse stops the program with its message", arguments: cases)
+    func debugBuildStopsWithTheMessage(_ misuse: String) throws {
+        try expectStop(probe: debugProbePath(), misuse)
+    }
+
+    @Test(
+        "in a release build, each misuse stops the program with its message",
+        .enabled(if: releaseProbe != nil, "set FLOW_RELEASE_MISUSE_PROBE to a release build of MisuseProbe"),
+        arguments: cases)
+    func releaseBuildStopsWithTheMessage(_ misuse: String) throws {
+        try expectStop(probe: #require(Self.releaseProbe), misuse)
+    }
+
+    private func expectStop(probe: String, _ misuse: String) throws {
+        let run = try runMisuseProbe(probe, misuse)
+        #expect(run.status != 0 && run.status != 3, "the probe exited with \(run.status): \(run.output)")
+        let expected = try #require(Self.expectedMessages[misuse])
+        #expect(run.errorOutput.contains(expected), "stderr: \(run.errorOutput.prefix(2000))")
+    }
+}
+
+private func debugProbePath() throws -> String {
+    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    return testBinary.deletingLastPathComponent().appendingPathComponent("MisuseProbe").path
+}
+
+/// Runs the probe at `path` with `argument`; returns its exit status and output.
+private func runMisuseProbe(
+    _ path: String, _ argument: String
+) throws -> (status: Int32, output: String, errorOutput: String) {
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        Issue.record("no MisuseProbe at \(path); run `swift build --build-tests` (or build the release one) first")
+        return (-1, "", "")
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = [argument]
+    var environment = ProcessInfo.processInfo.environment
+    // No backtrace (it takes seconds and would fill the pipe); no leak report from a program stopped on purpose.
+    environment["SWIFT_BACKTRACE"] = "enable=no"
+    environment["ASAN_OPTIONS"] = (environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "detect_leaks=0"
+    process.environment = environment
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (
+        process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+        String(decoding: errorData, as: UTF8.self)
+    )
+}

@@ -1,0 +1,58 @@
+// A program that commits one misuse of the matrix (Docs/MisuseMatrix.md) and must stop with its
+// message. The tests run it built in debug and, in CI, built in release (`swift build -c release
+// --product MisuseProbe`), where `precondition` would drop the message: see MisuseMessageTests.
+//
+//     MisuseProbe <case>        MisuseProbe --list
+import Deferred
+import Dispatch
+import Flow
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Each case of the matrix that stops the program, by name.
+let misuses: [(name: String, commit: () -> Void)] = [
+    ("mustFillTwice", {
+        let deferred = Deferred<Int>()
+        deferred.mustFill(with: 1)
+        deferred.mustFill(with: 2)
+    }),
+    ("executeOnClosedLoop", {
+        let loop = EventLoop(name: "probe.closed")
+        try? loop.close()
+        loop.execute { print("must not run") }
+    }),
+    ("shutdownOnTheLoopThread", {
+        let loop = EventLoop.startOnNewThread(name: "probe.shutdown")
+        loop.scheduler.sync { loop.shutdown() }
+    }),
+    ("waitOnTheLoopThread", {
+        let loop = EventLoop.startOnNewThread(name: "probe.wait")
+        let deferred = Deferred<Int>()
+        loop.scheduler.sync { _ = deferred.wait(until: .distantFuture) }
+    }),
+    ("nanLoopDelay", { EventLoop(name: "probe.delay").execute(after: .nan) {} }),
+    ("infiniteLoopDelay", { EventLoop(name: "probe.delay").execute(after: .infinity) {} }),
+    ("negativeInfiniteLoopDelay", { EventLoop(name: "probe.delay").execute(after: -.infinity) {} }),
+    ("infiniteSchedulerDelay", { Scheduler.background.async(after: .infinity) {} }),
+    ("nanFutureDelay", { Flow.Future(1).delay(by: .nan) }),
+    ("negativeMaxRepetitions", {
+        Flow.Future<Int>(error: FutureError.aborted).onErrorRepeat(maxRepetitions: -1)
+    }),
+    ("zeroConcurrencyQueue", { _ = FutureQueue(maxConcurrentCount: 0) }),
+    ("selectBetweenNothing", { _ = select(between: [Flow.Future<Int>]()) }),
+]
+
+let requested = CommandLine.arguments.dropFirst().first ?? "--list"
+if requested == "--list" {
+    for misuse in misuses { print(misuse.name) }
+    exit(0)
+}
+guard let misuse = misuses.first(where: { $0.name == requested }) else {
+    print("MisuseProbe: no case '\(requested)'; --list lists them")
+    exit(2)
+}
+misuse.commit()
+print("MisuseProbe: '\(requested)' did not stop the program")
+exit(3)
