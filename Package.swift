@@ -10,6 +10,7 @@ let package = Package(
         // Deferred's product held two modules, `Deferred` and `Task`: so does this one.
         .library(name: "Deferred", targets: ["Deferred", "Task"]),
         .library(name: "FlowNet", targets: ["FlowNet"]),
+        .library(name: "FlowSystem", targets: ["FlowSystem"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
@@ -38,14 +39,20 @@ let package = Package(
         .target(name: "Task", dependencies: ["Deferred"]),
         // TCP on the loop: listen, accept, connect, read, write with back-pressure.
         .target(name: "FlowNet", dependencies: ["Flow", "CLibUV"]),
+        // The operating system on the loop: OS signals, child processes, files, thread-pool work.
+        // Uses FlowNet's stream connections for a child's pipes.
+        .target(name: "FlowSystem", dependencies: ["Flow", "FlowNet", "CLibUV"]),
 
         // Programs: `swift run <Name>`.
         .executableTarget(name: "Tour", dependencies: ["Flow", "FlowTimers", "Deferred"], path: "Examples/Tour"),
-        .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet"], path: "Examples/EchoServer"),
+        .executableTarget(name: "EchoServer", dependencies: ["Flow", "FlowNet", "FlowSystem"], path: "Examples/EchoServer"),
         // HTTPHello's request parser, in a library of its own so that the fuzzer (Fuzz/) can link it.
         .target(name: "HTTPParsing", path: "Examples/HTTPParsing"),
-        .executableTarget(name: "HTTPHello", dependencies: ["Flow", "FlowNet", "HTTPParsing"], path: "Examples/HTTPHello"),
+        .executableTarget(
+            name: "HTTPHello", dependencies: ["Flow", "FlowNet", "FlowSystem", "HTTPParsing"], path: "Examples/HTTPHello"),
         .executableTarget(name: "RetryJob", dependencies: ["Flow", "FlowNet", "FlowTimers"], path: "Examples/RetryJob"),
+        .executableTarget(
+            name: "Supervisor", dependencies: ["Flow", "FlowSystem", "FlowTimers"], path: "Examples/Supervisor"),
 
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
         .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),
@@ -69,6 +76,7 @@ let package = Package(
             name: "FlowNetTests",
             dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour"]
         ),
+        .testTarget(name: "FlowSystemTests", dependencies: ["FlowSystem", "FlowNet", "Flow", "EchoServer", "Supervisor"]),
 
         // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users
         // write it (captured `var`s mutated in callbacks, defaulted arguments), in Swift 5 mode.
