@@ -10,6 +10,7 @@ let package = Package(
         // Deferred's product held two modules, `Deferred` and `Task`: so does this one.
         .library(name: "Deferred", targets: ["Deferred", "Task"]),
         .library(name: "FlowNet", targets: ["FlowNet"]),
+        .library(name: "FlowSystem", targets: ["FlowSystem"]),
         // Bridges to the Swift server ecosystem: products of their own, so that `import Flow` alone
         // builds none of SwiftNIO, swift-service-lifecycle or swift-log.
         .library(name: "FlowNIO", targets: ["FlowNIO"]),
@@ -66,6 +67,10 @@ let package = Package(
         // Flow's diagnostics through a swift-log `Logger`.
         .target(name: "FlowLogging", dependencies: ["Flow", .product(name: "Logging", package: "swift-log")]),
 
+        // The operating system on the loop: OS signals, child processes, files, thread-pool work.
+        // Uses FlowNet's stream connections for a child's pipes.
+        .target(name: "FlowSystem", dependencies: ["Flow", "FlowNet", "CLibUV"]),
+
         // Programs: `swift run <Name>`.
         .executableTarget(
             name: "Tour",
@@ -77,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "EchoServer",
             dependencies: [
-                "Flow", "FlowNet", "FlowLogging",
+                "Flow", "FlowNet", "FlowSystem", "FlowLogging",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -88,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "HTTPHello",
             dependencies: [
-                "Flow", "FlowNet", "HTTPParsing", "FlowLogging",
+                "Flow", "FlowNet", "FlowSystem", "HTTPParsing", "FlowLogging",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -113,6 +118,8 @@ let package = Package(
             ],
             path: "Examples/RetryJob"
         ),
+        .executableTarget(
+            name: "Supervisor", dependencies: ["Flow", "FlowSystem", "FlowTimers"], path: "Examples/Supervisor"),
 
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
         .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),
@@ -157,6 +164,7 @@ let package = Package(
             name: "FlowNetTests",
             dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour"]
         ),
+        .testTarget(name: "FlowSystemTests", dependencies: ["FlowSystem", "FlowNet", "Flow", "EchoServer", "Supervisor"]),
 
         // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users
         // write it (captured `var`s mutated in callbacks, defaulted arguments), in Swift 5 mode.

@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // P12's reference for signals.
+        .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
     ],
     targets: [
         // Counts calls to malloc and friends, and the bytes they hand out, by defining them in the
@@ -24,7 +26,7 @@ let package = Package(
             name: "BenchmarkSupport",
             dependencies: ["CMallocCounter", .product(name: "Flow", package: flowPackage)]
         ),
-        // P1-P8, P11, P12: Flow against SwiftNIO, raw libuv and Dispatch; Flow's bridges.
+        // P1-P8, P11, P13: Flow against SwiftNIO, raw libuv and Dispatch; Flow's bridges.
         .executableTarget(
             name: "FlowBenchmarks",
             dependencies: [
@@ -43,6 +45,15 @@ let package = Package(
                 "BenchmarkSupport",
                 .product(name: "Deferred", package: flowPackage),
                 .product(name: "Flow", package: flowPackage),
+            ]
+        ),
+        // P12: signals against OpenCombine and AsyncStream, in a program of its own.
+        .executableTarget(
+            name: "SignalBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Flow", package: flowPackage),
+                .product(name: "OpenCombine", package: "OpenCombine"),
             ]
         ),
         // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.

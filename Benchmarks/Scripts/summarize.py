@@ -28,6 +28,9 @@ GOALS = {
     ("P8-deferred", "bytes/pending future"): (None, 96, "≤ 96 B"),
     ("P9-queue", "ns/op"): ("dispatch", 1.2, "≤ 1.2× Dispatch"),
     ("P9-loop", "ns/op"): (None, 50, "≤ 50 ns"),
+    ("P12", "ns/value"): ("combine", 0.5, "≤ 0.5× OpenCombine, 0 allocs/value"),
+    ("P12-fanout", "ns/delivery"): (None, 15, "≤ 15 ns/delivery"),
+    ("P12-memory", "bytes/listener"): (None, 64, "≤ 64 B"),
 }
 
 DESCRIPTIONS = {
@@ -43,15 +46,19 @@ DESCRIPTIONS = {
     "P9-queue": "`upon` a filled Deferred to a serial queue, 1M",
     "P9-queue-pending": "a new Deferred, `upon` to a serial queue, then the fill, 1M",
     "P9-loop": "`upon` a filled Deferred to the loop, on the loop, 1M",
-    "P12-flow-to-nio-completed": "FlowNIO: a completed Flow future to an EventLoopFuture, on the NIO loop",
-    "P12-flow-to-nio-pending": "FlowNIO: a pending Flow future to an EventLoopFuture, then completed",
-    "P12-nio-to-flow-completed": "FlowNIO: a completed EventLoopFuture to a Flow future, on the NIO loop",
-    "P12-nio-to-flow-pending": "FlowNIO: a pending EventLoopFuture to a Flow future, then completed",
+    "P12": "one Callbacker-backed signal, 1 listener, 1M values on the loop",
+    "P12-fanout": "one signal, 100 listeners, 100k values, on the loop",
+    "P12-memory": "memory per idle listener (`onValue` on a Callbacker-backed signal)",
+    "P13-flow-to-nio-completed": "FlowNIO: a completed Flow future to an EventLoopFuture, on the NIO loop",
+    "P13-flow-to-nio-pending": "FlowNIO: a pending Flow future to an EventLoopFuture, then completed",
+    "P13-nio-to-flow-completed": "FlowNIO: a completed EventLoopFuture to a Flow future, on the NIO loop",
+    "P13-nio-to-flow-pending": "FlowNIO: a pending EventLoopFuture to a Flow future, then completed",
 }
 
 NAMES = {
     "libuv": "libuv C", "nio": "NIO", "dispatch": "Dispatch", "flow": "Flow loop.execute",
-    "dispatch-capturing": "Dispatch capturing", "async": "async/await hop",
+    "dispatch-capturing": "Dispatch capturing", "combine": "OpenCombine", "asyncstream": "AsyncStream",
+    "async": "async/await hop",
 }
 
 # The allocation count reported next to each timed metric.
@@ -61,10 +68,11 @@ ALLOCATION_METRIC = {
     "until last fired s": "none",
     "bytes/pending future": "allocs/pending future",
     "bytes/pending timer": "allocs/pending timer",
+    "bytes/listener": "allocs/listener",
 }
 
 SUBJECT = {"P8-deferred": "deferred", "P9-queue": "deferred", "P9-queue-pending": "deferred", "P9-loop": "deferred"}
-ORDER = ["flow", "deferred", "libuv", "nio", "dispatch"]
+ORDER = ["flow", "deferred", "libuv", "nio", "dispatch", "combine", "asyncstream"]
 
 
 def workload_key(name):

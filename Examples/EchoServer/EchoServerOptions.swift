@@ -6,7 +6,11 @@ import Logging
 struct EchoServerOptions: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "EchoServer",
-        abstract: "Sends back every byte it receives, on one thread, with back-pressure for clients that do not read.")
+        abstract: "Sends back every byte it receives, on one thread, with back-pressure for clients that do not read.",
+        discussion: """
+            On SIGTERM or Ctrl-C it stops accepting, lets the open connections finish for up to --drain-seconds, \
+            closes those still open then, and exits 0.
+            """)
 
     @Option(help: "The numeric address to listen on.")
     var host = "127.0.0.1"
@@ -14,11 +18,20 @@ struct EchoServerOptions: ParsableCommand {
     @Option(help: "The port to listen on; 0 picks a free one.")
     var port = 7000
 
+    @Option(help: "Listen on this Unix domain socket path instead of TCP.")
+    var unix: String?
+
+    @Option(help: "Seconds open connections get to finish after SIGTERM or Ctrl-C.")
+    var drainSeconds: Double = 5
+
     @Option(help: "The least serious log level shown: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, not \(port).") }
+        guard drainSeconds >= 0, drainSeconds.isFinite else {
+            throw ValidationError("--drain-seconds must be zero or a positive number of seconds, not \(drainSeconds).")
+        }
     }
 }
 

@@ -6,10 +6,14 @@
 //
 // With `--loops N` (N > 1) the main loop and N - 1 loops on their own threads each listen on the port
 // with SO_REUSEPORT, and the kernel spreads connections between them (see TCPListenerGroup).
+//
+// On SIGTERM or Ctrl-C it stops accepting, gives open connections up to 5 s, and exits 0.
 
+import Dispatch
 import Flow
 import FlowLogging
 import FlowNet
+import FlowSystem
 import Logging
 
 #if canImport(Glibc)
@@ -33,15 +37,34 @@ FlowDiagnostics.log(to: logger)   // accept failures, blocked loops: on standard
 
 do {
     let address: SocketAddress
+    let stopListening: @Sendable () -> Void
     if loopCount == 1 {
-        address = try TCPListener.listen(host: options.host, port: options.port, on: .main, onAccept: serve).localAddress
+        let listener = try TCPListener.listen(host: options.host, port: options.port, on: .main, onAccept: serve)
+        address = listener.localAddress
+        stopListening = { listener.close() }
     } else {
         let loops = [EventLoop.main] + (1..<loopCount).map { EventLoop.startOnNewThread(name: "http-\($0)") }
-        address = try TCPListenerGroup.listen(host: options.host, port: options.port, loops: loops, onAccept: serve).localAddress
+        let group = try TCPListenerGroup.listen(host: options.host, port: options.port, loops: loops, onAccept: serve)
+        address = group.localAddress
+        stopListening = { group.close() }
+    }
+    // Graceful stop: the main loop's `run()` returns once its listener and connections are closed;
+    // whatever is still open after the deadline is dropped with the process.
+    SignalWatcher.first(of: [.terminate, .interrupt], keepsLoopAlive: false, on: .main).onValue { signal in
+        print("HTTPHello received \(signal): no longer accepting; open connections get up to 5 s")
+        fflush(nil)
+        stopListening()
+        // A Dispatch timer, unlike a loop timer, does not keep the loop running until the deadline.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
+            print("HTTPHello stopped at the deadline")
+            exit(0)
+        }
     }
     print("HTTPHello listening on \(address) with \(loopCount) loop\(loopCount == 1 ? "" : "s")")
     fflush(nil)   // stdout is a pipe under tests: make the line visible now
     try EventLoop.main.run()
+    print("HTTPHello stopped")
+    exit(0)
 } catch {
     print("HTTPHello: \(error)")
     exit(1)

@@ -64,7 +64,7 @@ final class FlakyService: Sendable {
 
     /// Starts listening on `port` (0: any free port) and returns the port.
     func start(port: Int) throws -> Int {
-        let listener = try TCPListener.listen(port: port, on: .main) { [self] connection in serve(connection) }
+        let listener = try TCPListener.listen(host: "localhost", port: port, on: .main) { [self] connection in serve(connection) }
         self.listener.value = listener
         return listener.port
     }
@@ -101,8 +101,8 @@ final class FlakyService: Sendable {
 func fetchReport(port: Int, attempts: LoopBoundBox<Int>) -> Future<String> {
     Future(on: .main) { completion in
         attempts.value += 1
-        log("attempt \(attempts.value): connecting to 127.0.0.1:\(port)")
-        let exchange = TCPConnection.connect(host: "127.0.0.1", port: port, on: .main)
+        log("attempt \(attempts.value): connecting to localhost:\(port)")
+        let exchange = TCPConnection.connect(host: "localhost", port: port, on: .main)
             .flatMap { connection in
                 connection.write("GET /report\n")
                     .flatMap { connection.read() }

@@ -1,4 +1,4 @@
-// A walk through Flow: run with `swift run Tour`. The futures guide first, then the Deferred README.
+// A walk through Flow: run with `swift run Tour`. The futures guide, the signals guide, then the Deferred README.
 import Deferred
 import Flow
 
@@ -8,7 +8,7 @@ section("The main event loop")
 print("Scheduler.current on the main thread is .main: \(Scheduler.current == .main)")
 
 let deferredDone = Deferred<Void>()
-let tour = flowTour().flatMap { _ -> Flow.Future<Void> in
+let tour = flowTour().flatMap { _ in signalsTour() }.flatMap { _ -> Flow.Future<Void> in
     deferredTour(on: Scheduler.main, done: deferredDone)
     return Flow.Future(deferred: deferredDone)
 }

@@ -13,7 +13,7 @@ struct ExampleCommandLineTests {
     }
 
     @Test(arguments: [
-        ("EchoServer", ["--host", "--port", "--log-level"]),
+        ("EchoServer", ["--host", "--port", "--unix", "--drain-seconds", "--log-level"]),
         (
             "HTTPHello",
             [

@@ -17,6 +17,7 @@ struct RetryJobTests {
         #expect(status == 0, "\(lines.joined(separator: "\n"))")
         let messages = lines.map { $0.drop { $0 != "]" }.dropFirst(2) }.map(String.init)
         #expect(messages.filter { $0.hasPrefix("attempt ") }.count == 4)
+        #expect(messages.contains { $0.hasPrefix("attempt 1: connecting to localhost:") }, "reaches its service by name")
         #expect(messages.contains("  attempt failed: ECONNREFUSED: connection refused"))
         #expect(messages.contains("  attempt failed: the service closed the connection without answering"))
         #expect(messages.contains("  attempt failed: timed out after 0.5 s"))

@@ -68,7 +68,7 @@ func repeatOnLoop(_ step: @escaping @Sendable () -> Future<Bool>) {
 }
 
 /// Reads from `connection` with ``TCPConnection/read()`` until the end of the stream.
-func readToEnd(_ connection: TCPConnection) -> Future<[UInt8]> {
+func readToEnd(_ connection: StreamConnection) -> Future<[UInt8]> {
     let received = LoopState<[UInt8]>([])
     return Future<[UInt8]> { completion in
         @Sendable func next() {
@@ -221,6 +221,11 @@ final class ExampleProcess {
     func waitForExit() -> Int32 {
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// Sends `signal` to the program (the examples watch `SIGTERM` and `SIGINT` to stop gracefully).
+    func send(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
     }
 
     /// Ends the program and waits for it.

@@ -16,6 +16,10 @@ struct TourTests {
         #expect(sections.last == "== wait blocks a thread that is not the loop's")
         #expect(lines.contains("the slow one was cancelled"))
         #expect(lines.contains("first starts, first ends, second runs"))
+        #expect(sections.contains("== Signals: values over time"))
+        #expect(lines.contains("busy"))
+        #expect(lines.contains("current value: 1, doubled: 2"))
+        #expect(lines.contains("ticks: [0, 1, 2], on the main loop: true"))
         #expect(lines.contains("fill: true, fill again: false"))
         #expect(lines.last == "The tour is over: every step ran on the main loop, in order.")
     }

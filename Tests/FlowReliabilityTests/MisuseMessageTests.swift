@@ -24,6 +24,9 @@ struct MisuseMessageTests {
         "negativeMaxRepetitions": "onErrorRepeat/onResultRepeat: maxRepetitions must be 0 or more, not -1",
         "zeroConcurrencyQueue": "maxConcurrentCount must be at least 1",
         "selectBetweenNothing": "select(between:) needs at least one future",
+        "signalSendFromCleanUp": "Signal: a value was sent from inside the signal's own clean-up",
+        "negativeTake": "take(first:): the count must not be negative, not -1",
+        "negativeDebounce": "debounce: the delay must be a finite number of seconds ≥ 0, not -1.0",
     ]
 
     static var cases: [String] { expectedMessages.keys.sorted() }

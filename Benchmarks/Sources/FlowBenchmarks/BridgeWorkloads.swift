@@ -5,7 +5,7 @@ import FlowNIO
 import NIOCore
 import NIOPosix
 
-/// P12: FlowNIO's conversions between Flow futures and SwiftNIO futures, each way, on a completed and
+/// P13: FlowNIO's conversions between Flow futures and SwiftNIO futures, each way, on a completed and
 /// on a pending future, against the same hop written with async/await (a task that awaits one future
 /// and completes the other). Everything runs on one NIO loop thread; an operation ends when the
 /// converted future's callback ran there.

@@ -26,16 +26,16 @@ let workloads: [String: [String: Workload]] = [
     ],
     "P11-get-completed": ["flow": ConcurrencyWorkloads.flowGetCompleted, "nio": ConcurrencyWorkloads.nioGetCompleted],
     "P11-get-pending": ["flow": ConcurrencyWorkloads.flowGetPending, "nio": ConcurrencyWorkloads.nioGetPending],
-    "P12-flow-to-nio-completed": [
+    "P13-flow-to-nio-completed": [
         "flow": BridgeWorkloads.flowToNIOCompleted(async: false), "async": BridgeWorkloads.flowToNIOCompleted(async: true),
     ],
-    "P12-flow-to-nio-pending": [
+    "P13-flow-to-nio-pending": [
         "flow": BridgeWorkloads.flowToNIOPending(async: false), "async": BridgeWorkloads.flowToNIOPending(async: true),
     ],
-    "P12-nio-to-flow-completed": [
+    "P13-nio-to-flow-completed": [
         "flow": BridgeWorkloads.nioToFlowCompleted(async: false), "async": BridgeWorkloads.nioToFlowCompleted(async: true),
     ],
-    "P12-nio-to-flow-pending": [
+    "P13-nio-to-flow-pending": [
         "flow": BridgeWorkloads.nioToFlowPending(async: false), "async": BridgeWorkloads.nioToFlowPending(async: true),
     ],
     "P11-actor": [

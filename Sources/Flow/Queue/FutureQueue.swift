@@ -49,6 +49,9 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     /// Guarded by `lock`.
     private var lockedState: Protected
 
+    /// Called with the new `isEmpty` each time the queue becomes empty or non-empty.
+    let emptinessChanged = Callbacker<Bool>()
+
     /// Creates a queue whose operations share `resource`.
     ///
     /// ```swift
@@ -306,8 +309,13 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     /// Runs `body` with the state, under the lock. `body` must not call out of the queue.
     private func withLockedState<R>(_ body: (inout Protected) -> R) -> R {
         lock.lock()
-        defer { lock.unlock() }
-        return body(&lockedState)
+        let wasEmpty = lockedState.machine.isEmpty
+        let result = body(&lockedState)
+        let isEmptyNow = lockedState.machine.isEmpty
+        lock.unlock()
+        // Outside the lock: the listeners of `isEmptySignal` (see FutureQueue+Signal.swift).
+        if wasEmpty != isEmptyNow { emptinessChanged.callAll(with: isEmptyNow) }
+        return result
     }
 
     private func removeRunningBatch(_ id: ObjectIdentifier) {

@@ -20,7 +20,7 @@ extension UnsafeMutablePointer where Pointee == uv_tcp_t {
 
 extension EventLoopError {
     /// The error pending work gets when its connection or listener is closed first.
-    static var cancelledByClose: EventLoopError { EventLoop.error(UV_ECANCELED.rawValue) }
+    package static var cancelledByClose: EventLoopError { EventLoop.error(UV_ECANCELED.rawValue) }
 }
 
 /// The Swift object owning a libuv handle or request, stored in the C struct's `data` field.
@@ -28,16 +28,16 @@ extension EventLoopError {
 /// The `data` field holds a +1 reference, taken when the handle is opened (or the request is
 /// submitted) and given back in its close (or completion) callback: that is what keeps the owner
 /// alive exactly until libuv is done with the memory.
-enum Owner {
-    static func retain(_ object: AnyObject) -> UnsafeMutableRawPointer {
+package enum Owner {
+    package static func retain(_ object: AnyObject) -> UnsafeMutableRawPointer {
         Unmanaged.passRetained(object).toOpaque()
     }
 
-    static func borrow<Object: AnyObject>(_ data: UnsafeMutableRawPointer?, as type: Object.Type) -> Object {
+    package static func borrow<Object: AnyObject>(_ data: UnsafeMutableRawPointer?, as type: Object.Type) -> Object {
         Unmanaged<Object>.fromOpaque(data!).takeUnretainedValue()
     }
 
-    static func release<Object: AnyObject>(_ data: UnsafeMutableRawPointer?, as type: Object.Type) -> Object {
+    package static func release<Object: AnyObject>(_ data: UnsafeMutableRawPointer?, as type: Object.Type) -> Object {
         Unmanaged<Object>.fromOpaque(data!).takeRetainedValue()
     }
 }
@@ -45,8 +45,8 @@ enum Owner {
 /// libuv writes with `write(2)`, which raises `SIGPIPE` when the peer has gone away, and that signal
 /// kills the process by default. A server must get `EPIPE` from the write instead, so the first socket
 /// this module makes sets `SIGPIPE` to be ignored, process-wide (as Node.js does).
-enum BrokenPipeSignal {
-    static let ignored: Void = {
+package enum BrokenPipeSignal {
+    package static let ignored: Void = {
         _ = signal(SIGPIPE, SIG_IGN)
     }()
 }

@@ -5,9 +5,9 @@ import Flow
 import Glibc
 #endif
 
-/// An IPv4 or IPv6 address and a TCP port, such as `127.0.0.1:7000` or `[::1]:7000`.
+/// An IPv4 or IPv6 address and a port, such as `127.0.0.1:7000` or `[::1]:7000`.
 ///
-/// Hosts are numeric addresses; names are not resolved.
+/// Hosts are numeric addresses; ``NameResolver`` turns names into addresses.
 ///
 /// ```swift
 /// let address = try SocketAddress(host: "::1", port: 8080)
@@ -16,7 +16,7 @@ import Glibc
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// The numeric host, without brackets: `127.0.0.1` or `::1`.
     public let host: String
-    /// The TCP port.
+    /// The port (TCP or UDP).
     public let port: Int
     /// Whether this is an IPv6 address.
     public let isIPv6: Bool

@@ -47,11 +47,15 @@ public final class TCPListener: @unchecked Sendable {
     /// without reporting a failure at all.
     public private(set) var failedAcceptCount = 0
 
-    /// Listens on the numeric `host` (`127.0.0.1`, `0.0.0.0`, `::1`, `::`) and `port`, 0 for any
-    /// free port. Loop context only.
+    /// Listens on `host` and `port`, 0 for any free port. Loop context only.
+    ///
+    /// `host` is a numeric address (`127.0.0.1`, `0.0.0.0` for every IPv4 interface, `::1`, `::` for
+    /// every interface, IPv6 and IPv4) or a name such as `localhost`, resolved here, on the calling
+    /// thread (from `/etc/hosts` for local names): the listener binds the first of its addresses that
+    /// can be bound.
     ///
     /// ```swift
-    /// let listener = try TCPListener.listen(port: 7000, on: .main) { connection in ... }
+    /// let listener = try TCPListener.listen(host: "localhost", port: 7000, on: .main) { connection in ... }
     /// ```
     ///
     /// - Parameters:
@@ -59,14 +63,37 @@ public final class TCPListener: @unchecked Sendable {
     ///   - reusePort: sets `SO_REUSEPORT` before binding, so that listeners on several loops share the
     ///     port and the kernel spreads connections between them (see ``TCPListenerGroup``).
     ///   - onAccept: called on the loop with each new connection; the handler owns it and must close it.
-    /// - Throws: libuv's error, such as `EADDRINUSE: address already in use`.
+    /// - Throws: libuv's error, such as `EADDRINUSE: address already in use` or, for a name that does
+    ///   not resolve, `EAI_NONAME: unknown node or service`.
     public static func listen(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
         on loop: EventLoop = .main, onAccept: @escaping (TCPConnection) -> Void
     ) throws(EventLoopError) -> TCPListener {
         loop.assertInLoopContext("TCPListener.listen")
+        let addresses = try NameResolver.resolveNow(host: host, port: port, on: loop)
+        var lastError = EventLoop.error(UV_EINVAL.rawValue)
+        for address in addresses {
+            do {
+                return try listen(at: address, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// Listens on `address` (port 0 for any free port). Loop context only. See
+    /// ``listen(host:port:backlog:reusePort:on:onAccept:)``.
+    ///
+    /// ```swift
+    /// let listener = try TCPListener.listen(at: SocketAddress(host: "::", port: 0), on: .main) { connection in ... }
+    /// ```
+    public static func listen(
+        at requested: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
+        on loop: EventLoop = .main, onAccept: @escaping (TCPConnection) -> Void
+    ) throws(EventLoopError) -> TCPListener {
+        loop.assertInLoopContext("TCPListener.listen")
         BrokenPipeSignal.ignored
-        let requested = try SocketAddress(host: host, port: port)
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         // `uv_tcp_init_ex` creates the socket now, so that options can be set before `bind`.
         let status = uv_tcp_init_ex(loop.unsafeLoopPointer, handle, UInt32(requested.family))
@@ -133,7 +160,7 @@ public final class TCPListener: @unchecked Sendable {
             noteFailedAccept("\(error)")
             return
         }
-        let acceptStatus = uv_accept(handle.asStream, connection.handle.asStream)
+        let acceptStatus = uv_accept(handle.asStream, connection.handle)
         guard acceptStatus == 0 else {
             noteFailedAccept(EventLoop.describe(acceptStatus))
             connection.beginClosing()

@@ -42,6 +42,12 @@ let misuses: [(name: String, commit: () -> Void)] = [
     }),
     ("zeroConcurrencyQueue", { _ = FutureQueue(maxConcurrentCount: 0) }),
     ("selectBetweenNothing", { _ = select(between: [Flow.Future<Int>]()) }),
+    ("signalSendFromCleanUp", {
+        let signal = Signal<Int> { callback in Disposer { callback(1) } }
+        signal.onValue(on: .none) { _ in }.dispose()
+    }),
+    ("negativeTake", { _ = Signal<Int>().take(first: -1) }),
+    ("negativeDebounce", { _ = Signal<Int>().debounce(on: .none, -1) }),
 ]
 
 let requested = CommandLine.arguments.dropFirst().first ?? "--list"

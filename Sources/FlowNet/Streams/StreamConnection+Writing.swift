@@ -1,7 +1,7 @@
 import CLibUV
 import Flow
 
-extension TCPConnection {
+extension StreamConnection {
     /// Writes `bytes`. The future completes once libuv has handed all of them to the kernel, and fails
     /// with libuv's error (`EPIPE: broken pipe`, `ECONNRESET: connection reset by peer`) or with
     /// `ECANCELED` if the connection is closed first. Writes go out in the order made. Callable from any
@@ -53,19 +53,19 @@ extension TCPConnection {
     /// connection.send(cannedResponse)
     /// ```
     public func send(_ bytes: SharedBytes, completion: ((EventLoopError?) -> Void)? = nil) {
-        loop.assertInLoopContext("TCPConnection.send")
+        loop.assertInLoopContext("\(type(of: self)).send")
         guard lifecycle == .open else {
             if let completion { reportLater(completion, .cancelledByClose) }
             return
         }
-        misusePrecondition(bytes.count <= Int(UInt32.max), "TCPConnection.send: a single write is limited to 4 GiB")
+        misusePrecondition(bytes.count <= Int(UInt32.max), "\(type(of: self)).send: a single write is limited to 4 GiB")
         let write = spareWriteRequests.popLast() ?? WriteRequest()
         write.bytes = bytes
         write.completion = completion
         write.connection = self
         write.request.pointee.data = Owner.retain(write)
         var buffer = uv_buf_init(bytes.base.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
-        let status = uv_write(write.request, handle.asStream, &buffer, 1) { request, status in
+        let status = uv_write(write.request, handle, &buffer, 1) { request, status in
             let write = Owner.release(request?.pointee.data, as: WriteRequest.self)
             write.connection?.didWrite(write, status: status)
         }
@@ -115,9 +115,9 @@ extension TCPConnection {
     /// The bytes written but not yet taken by the kernel: what this connection holds in memory for a
     /// peer that reads slowly (libuv's `uv_stream_get_write_queue_size`). Loop context only.
     public var queuedWriteBytes: Int {
-        loop.assertInLoopContext("TCPConnection.queuedWriteBytes")
+        loop.assertInLoopContext("\(type(of: self)).queuedWriteBytes")
         guard lifecycle == .open else { return 0 }
-        return uv_stream_get_write_queue_size(handle.asStream)
+        return uv_stream_get_write_queue_size(handle)
     }
 
     /// Whether ``queuedWriteBytes`` is below ``writeBufferLimit``: false means stop producing until
@@ -169,7 +169,7 @@ extension TCPConnection {
             }
             let request = ShutdownRequest(done)
             request.request.pointee.data = Owner.retain(request)
-            let status = uv_shutdown(request.request, handle.asStream) { request, status in
+            let status = uv_shutdown(request.request, handle) { request, status in
                 let shutdown = Owner.release(request?.pointee.data, as: ShutdownRequest.self)
                 if status == 0 { shutdown.done.succeed(()) } else { shutdown.done.fail(EventLoop.error(status)) }
             }
@@ -190,7 +190,7 @@ final class WriteRequest {
     /// Kept until libuv is done with the memory it points into.
     var bytes: SharedBytes?
     var completion: ((EventLoopError?) -> Void)?
-    var connection: TCPConnection?
+    var connection: StreamConnection?
 
     func reset() {
         bytes = nil

@@ -1,7 +1,7 @@
 import CLibUV
 import Flow
 
-extension TCPConnection {
+extension StreamConnection {
     /// What a read handler is told: bytes, the end of the peer's data, or a failure.
     ///
     /// The bytes of ``bytes(_:)`` are valid only during the handler's call: copy what you keep
@@ -31,10 +31,10 @@ extension TCPConnection {
     ///
     /// The handler is dropped when the connection closes, so it may capture the connection.
     public func onRead(_ handler: @escaping (ReadEvent) -> Void) {
-        loop.assertInLoopContext("TCPConnection.onRead")
+        loop.assertInLoopContext("\(type(of: self)).onRead")
         switch readMode {
         case .futures:
-            misuseFailure("TCPConnection.onRead: the connection is already read with read() or chunks")
+            misuseFailure("\(type(of: self)).onRead: the connection is already read with read() or chunks")
         case .closed:
             return
         case .none, .handler:
@@ -54,14 +54,14 @@ extension TCPConnection {
     /// }
     /// ```
     public func pauseReading() {
-        loop.assertInLoopContext("TCPConnection.pauseReading")
+        loop.assertInLoopContext("\(type(of: self)).pauseReading")
         isReadingPaused = true
         stopLibuvReading()
     }
 
     /// Reads again after ``pauseReading()``. Loop context only.
     public func resumeReading() {
-        loop.assertInLoopContext("TCPConnection.resumeReading")
+        loop.assertInLoopContext("\(type(of: self)).resumeReading")
         guard isReadingPaused else { return }
         isReadingPaused = false
         if case .handler = readMode { startLibuvReading() }
@@ -84,7 +84,7 @@ extension TCPConnection {
         onLoop { [self] in
             switch readMode {
             case .handler:
-                misuseFailure("TCPConnection.read(): the connection is already read with onRead(_:)")
+                misuseFailure("\(type(of: self)).read(): the connection is already read with onRead(_:)")
             case .closed:
                 pending.fail(EventLoopError.cancelledByClose)
                 return
@@ -113,18 +113,18 @@ extension TCPConnection {
     ///     print("got \(chunk.count) bytes")
     /// }
     /// ```
-    public var chunks: TCPChunks { TCPChunks(connection: self) }
+    public var chunks: StreamChunks { StreamChunks(connection: self) }
 
     // MARK: libuv
 
     func startLibuvReading() {
         guard lifecycle == .open, !isReading, !hasReachedEnd else { return }
-        let status = uv_read_start(handle.asStream, { handle, _, buffer in
-            let connection = Owner.borrow(handle?.pointee.data, as: TCPConnection.self)
+        let status = uv_read_start(handle, { handle, _, buffer in
+            let connection = Owner.borrow(handle?.pointee.data, as: StreamConnection.self)
             let readBuffer = connection.readBuffer
             buffer?.pointee = uv_buf_init(readBuffer.base.assumingMemoryBound(to: CChar.self), UInt32(readBuffer.size))
         }, { stream, count, _ in
-            let connection = Owner.borrow(stream?.pointee.data, as: TCPConnection.self)
+            let connection = Owner.borrow(stream?.pointee.data, as: StreamConnection.self)
             connection.didRead(count)
         })
         if status == 0 {
@@ -142,7 +142,7 @@ extension TCPConnection {
 
     func stopLibuvReading() {
         guard isReading, lifecycle == .open else { return }
-        uv_read_stop(handle.asStream)
+        uv_read_stop(handle)
         isReading = false
     }
 
@@ -204,7 +204,7 @@ extension TCPConnection {
 /// How a connection is being read.
 enum ReadMode {
     case none
-    case handler((TCPConnection.ReadEvent) -> Void)
+    case handler((StreamConnection.ReadEvent) -> Void)
     case futures(FutureReads)
     case closed
 
@@ -217,7 +217,7 @@ enum ReadMode {
     }
 }
 
-/// The state of ``TCPConnection/read()``: chunks read ahead of demand, readers waiting for one, and
+/// The state of ``StreamConnection/read()``: chunks read ahead of demand, readers waiting for one, and
 /// how the stream ended.
 final class FutureReads {
     var chunks: [[UInt8]] = []

@@ -1,14 +1,14 @@
 import Flow
 
-/// The bytes of a ``TCPConnection`` as an `AsyncSequence` of chunks; see ``TCPConnection/chunks``.
+/// The bytes of a ``StreamConnection`` as an `AsyncSequence` of chunks; see ``StreamConnection/chunks``.
 ///
-/// Each step waits for one ``TCPConnection/read()``, so nothing is read ahead of the consumer.
+/// Each step waits for one ``StreamConnection/read()``, so nothing is read ahead of the consumer.
 /// Cancelling the task does not interrupt a step that is waiting; close the connection for that.
-public struct TCPChunks: AsyncSequence, Sendable {
+public struct StreamChunks: AsyncSequence, Sendable {
     /// A chunk of bytes as it arrived.
     public typealias Element = [UInt8]
 
-    let connection: TCPConnection
+    let connection: StreamConnection
 
     /// Makes the iterator.
     public func makeAsyncIterator() -> Iterator {
@@ -17,7 +17,7 @@ public struct TCPChunks: AsyncSequence, Sendable {
 
     /// Reads chunk after chunk.
     public struct Iterator: AsyncIteratorProtocol {
-        let connection: TCPConnection
+        let connection: StreamConnection
 
         /// The next chunk, or `nil` once the peer has closed its side.
         public mutating func next() async throws -> [UInt8]? {
@@ -30,3 +30,6 @@ public struct TCPChunks: AsyncSequence, Sendable {
         }
     }
 }
+
+/// The name ``StreamChunks`` had when only TCP connections had chunks.
+public typealias TCPChunks = StreamChunks

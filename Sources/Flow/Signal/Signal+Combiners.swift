@@ -1,0 +1,215 @@
+/// Every value of every signal in `signals`, as they come. Readable signals give the first one's
+/// current value. Ends when all have ended, or at once when one ends with an error.
+///
+/// ```
+/// a)---b---c------d-|
+/// 0)----------1------2---|
+///        merge()
+/// a)---b---c--1---d--2---|
+/// ```
+public func merge<Signals: Sequence>(
+    _ signals: Signals
+) -> CoreSignal<Signals.Element.Kind.DropWrite, Signals.Element.Value> where Signals.Element: SignalProvider {
+    let signals = signals.map { $0.providedSignal }
+    let count = signals.count
+    return CoreSignal(register: { callback in
+        let gate = EventGate(downstream: callback)
+        let endCount = Locked(0)
+        let bag = DisposeBag()
+        bag += { gate.close() }
+        for signal in signals {
+            bag += signal.register { eventType in
+                if case .event(.end(nil)) = eventType {
+                    let allEnded = endCount.withLock { ended -> Bool in
+                        ended += 1
+                        return ended == count
+                    }
+                    guard allEnded else { return }
+                }
+                gate.send(eventType)  // the gate keeps the first `.initial` only
+            }
+        }
+        gate.sendInitialIfNeeded()
+        return bag
+    })
+}
+
+/// Every value of every signal given, as they come: see ``merge(_:)-(Sequence)``.
+public func merge<S: SignalProvider>(_ signals: S...) -> CoreSignal<S.Kind.DropWrite, S.Value> {
+    merge(signals)
+}
+
+/// The latest value of each signal in `signals`, as an array, each time one of them signals (once
+/// each has signalled). Readable signals give the combined current values. Ends when one ends.
+public func combineLatest<Signals: Sequence>(
+    _ signals: Signals
+) -> CoreSignal<Signals.Element.Kind.DropWrite, [Signals.Element.Value]> where Signals.Element: SignalProvider {
+    let signals = signals.map { $0.providedSignal }
+    guard !signals.isEmpty else {
+        return CoreSignal(register: { callback in
+            callback(.initial([]))
+            return NilDisposer()
+        })
+    }
+    return CoreSignal(register: LatestValues.combining(signals.map { signal in signal.register }))
+}
+
+/// The state of one `combineLatest` registration: the latest value of each input.
+// @unchecked Sendable: `latest` is a `Locked`; the gate is Sendable.
+final class LatestValues<Value: Sendable>: @unchecked Sendable {
+    typealias Register = @Sendable (@escaping @Sendable (EventType<Value>) -> Void) -> Disposable
+
+    /// A registration function combining the inputs `registers` into arrays of their latest values.
+    static func combining(
+        _ registers: [Register]
+    ) -> @Sendable (@escaping @Sendable (EventType<[Value]>) -> Void) -> Disposable {
+        { callback in
+            let gate = EventGate(downstream: callback)
+            let latest = Locked<[Value?]>(Array(repeating: nil, count: registers.count))
+            let initialsLeft = Locked(registers.count)
+            let bag = DisposeBag()
+            bag += { gate.close() }
+            for (index, register) in registers.enumerated() {
+                bag += register { eventType in
+                    switch eventType {
+                    case .initial(let value):
+                        let combined = latest.withLock { latest -> [Value]? in
+                            if let value { latest[index] = value }
+                            let values = latest.compactMap { $0 }
+                            return values.count == latest.count ? values : nil
+                        }
+                        let remaining = initialsLeft.withLock { left in
+                            left -= 1
+                            return left
+                        }
+                        if remaining == 0 { gate.send(.initial(combined)) }
+                    case .event(.value(let value)):
+                        let combined = latest.withLock { latest -> [Value]? in
+                            latest[index] = value
+                            let values = latest.compactMap { $0 }
+                            return values.count == latest.count ? values : nil
+                        }
+                        if let combined { gate.send(.event(.value(combined))) }
+                    case .event(.end):
+                        gate.send(eventType.map { _ in [] })
+                    }
+                }
+            }
+            return bag
+        }
+    }
+}
+
+/// A signal's events with the value erased, for the combiners of many signals of different types.
+func erasedRegister<Kind, Value>(_ signal: CoreSignal<Kind, Value>) -> LatestValues<any Sendable>.Register {
+    { callback in signal.register { eventType in callback(eventType.map { $0 as any Sendable }) } }
+}
+
+extension SignalProvider {
+    /// Each value paired with the latest value of `other` (values before `other` has one are dropped).
+    ///
+    /// ```
+    /// a)---------b------c-----d--|
+    /// 0)------1------2-----------|
+    ///        withLatestFrom()
+    /// (a,0)----(b,1)--(c,2)-(d,2)|
+    /// ```
+    public func withLatestFrom<Other: SignalProvider>(
+        _ other: Other
+    ) -> CoreSignal<Kind.DropWrite, (Value, Other.Value)> where Kind.DropWrite == Other.Kind.DropWrite {
+        let signal = providedSignal
+        let otherSignal = other.providedSignal
+        return CoreSignal(register: { callback in
+            let gate = EventGate(downstream: callback)
+            let latest = Locked<Other.Value?>(nil)
+            let bag = DisposeBag()
+            bag += { gate.close() }
+            bag += otherSignal.register { eventType in
+                switch eventType {
+                case .initial(let value):
+                    if let value { latest.withLock { $0 = value } }
+                case .event(.value(let value)):
+                    latest.withLock { $0 = value }
+                case .event(.end(let error)):
+                    if let error { gate.send(.event(.end(error))) }
+                }
+            }
+            bag += signal.register { eventType in
+                let other = latest.withLock { $0 }
+                switch eventType {
+                case .initial(let value):
+                    if let value, let other {
+                        gate.send(.initial((value, other)))
+                    } else {
+                        gate.send(.initial(nil))
+                    }
+                case .event(.value(let value)):
+                    if let other { gate.send(.event(.value((value, other)))) }
+                case .event(.end(let error)):
+                    gate.send(.event(.end(error)))
+                }
+            }
+            return bag
+        })
+    }
+}
+
+extension SignalProvider where Kind == Plain, Value == Void {
+    /// The latest value of `other` each time this signal signals.
+    ///
+    /// ```
+    /// ----*------*------*-----*--|
+    /// a)------b------c-----------|
+    ///       withLatestFrom()
+    /// a)--a------b------c-----c--|
+    /// ```
+    public func withLatestFrom<Other: SignalProvider>(
+        _ other: Other
+    ) -> ReadSignal<Other.Value> where Other.Kind.DropWrite == Read {
+        readable().withLatestFrom(other).map(on: .none) { $1 }
+    }
+
+    /// The latest values of `a` and `b` each time this signal signals.
+    public func withLatestFrom<A: SignalProvider, B: SignalProvider>(
+        _ a: A, _ b: B
+    ) -> ReadSignal<(A.Value, B.Value)> where A.Kind.DropWrite == Read, B.Kind.DropWrite == Read {
+        withLatestFrom(combineLatest(a, b))
+    }
+
+    /// The latest values of `a`, `b` and `c` each time this signal signals.
+    public func withLatestFrom<A: SignalProvider, B: SignalProvider, C: SignalProvider>(
+        _ a: A, _ b: B, _ c: C
+    ) -> ReadSignal<(A.Value, B.Value, C.Value)>
+    where A.Kind.DropWrite == Read, B.Kind.DropWrite == Read, C.Kind.DropWrite == Read {
+        withLatestFrom(combineLatest(a, b, c))
+    }
+}
+
+extension SignalProvider {
+    /// Each value paired with `object`, while `object` lives; the signal ends (and stops listening)
+    /// at the first value after `object` was freed. For breaking reference cycles:
+    ///
+    /// ```swift
+    /// bag += updates.with(weak: self).onValue { update, controller in controller.apply(update) }
+    /// ```
+    public func with<Object: AnyObject & Sendable>(weak object: Object) -> FiniteSignal<(Value, Object)> {
+        let signal = providedSignal
+        return FiniteSignal(register: { [weak object] callback in
+            let ended = Locked(false)
+            return signal.register { [weak object] eventType in
+                guard !ended.withLock({ $0 }) else { return }
+                guard let object else {
+                    if case .initial = eventType { callback(.initial(nil)) }
+                    ended.withLock { $0 = true }
+                    callback(.event(.end))
+                    return
+                }
+                switch eventType {
+                case .initial: callback(.initial(nil))
+                case .event(.value(let value)): callback(.event(.value((value, object))))
+                case .event(.end(let error)): callback(.event(.end(error)))
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,129 @@
+import CLibUV
+import Flow
+
+/// A connection over a Unix domain socket or a pipe (libuv's `uv_pipe_t`), with the API of
+/// ``TCPConnection``: everything of ``StreamConnection``.
+///
+/// ```swift
+/// PipeConnection.connect(toPath: "/tmp/echo.sock", on: loop)
+///     .flatMap { connection in connection.write("hello\n").flatMap { connection.read() } }
+///     .onValue { reply in print(reply.map { String(decoding: $0, as: UTF8.self) } ?? "closed") }
+/// ```
+///
+/// Connections come from ``PipeListener`` (accepted), ``connect(toPath:on:)``, ``open(fileDescriptor:on:)``
+/// (a descriptor the process already has, such as an inherited pipe), and FlowSystem's child processes
+/// (their standard streams).
+public final class PipeConnection: StreamConnection, @unchecked Sendable {
+    // @unchecked Sendable: as its superclass's, the pipe handle is used only in the loop's context.
+
+    /// Initialises the handle on `loop`; the caller then accepts into it, connects it or opens a
+    /// descriptor in it.
+    package init(loop: EventLoop, readBuffer: ReadBuffer = ReadBuffer()) throws(EventLoopError) {
+        try super.init(loop: loop, readBuffer: readBuffer, allocating: uv_pipe_t.self) { loop, pipe in
+            uv_pipe_init(loop, pipe, 0)
+        }
+    }
+
+    /// The handle as libuv's pipe type.
+    package var pipeHandle: UnsafeMutablePointer<uv_pipe_t> {
+        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_pipe_t.self)
+    }
+
+    /// Connects to the Unix domain socket at `path`. Fails with libuv's error:
+    /// `ENOENT: no such file or directory` when nothing is there, `ECONNREFUSED: connection refused` when
+    /// nobody listens, `EACCES: permission denied`. Callable from any thread.
+    ///
+    /// ```swift
+    /// PipeConnection.connect(toPath: "/run/app.sock").onValue { connection in connection.write("status\n") }
+    /// ```
+    public static func connect(toPath path: String, on loop: EventLoop = .main) -> Future<PipeConnection> {
+        let attempt = PipeConnectAttempt()
+        loop.inContext { attempt.start(path, on: loop) }
+        return attempt.connected.future(onCancel: { loop.inContext { attempt.cancel() } })
+    }
+
+    /// Wraps a descriptor this process already has open (a pipe or a socket; for a terminal, see
+    /// FlowSystem's `StandardStreams`). The connection owns the descriptor from then on and closes it.
+    /// Loop context only.
+    ///
+    /// ```swift
+    /// let input = try PipeConnection.open(fileDescriptor: 0, on: .main)   // standard input, a pipe
+    /// ```
+    public static func open(fileDescriptor: Int32, on loop: EventLoop = .main) throws(EventLoopError) -> PipeConnection {
+        let connection = try PipeConnection(loop: loop)
+        let status = uv_pipe_open(connection.pipeHandle, fileDescriptor)
+        guard status == 0 else {
+            connection.beginClosing()
+            throw EventLoop.error(status)
+        }
+        return connection
+    }
+
+    /// The path of the socket this end is bound to (a listener's path), or `nil`. Loop context only.
+    public var localPath: String? { name(of: uv_pipe_getsockname) }
+
+    /// The path of the socket at the other end, or `nil` (a pipe has none). Loop context only.
+    public var remotePath: String? { name(of: uv_pipe_getpeername) }
+
+    private func name(
+        of query: (UnsafePointer<uv_pipe_t>?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?) -> Int32
+    ) -> String? {
+        loop.assertInLoopContext("PipeConnection path")
+        guard lifecycle == .open else { return nil }
+        var buffer = [CChar](repeating: 0, count: 256)
+        var length = buffer.count
+        guard query(pipeHandle, &buffer, &length) == 0, length > 0 else { return nil }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension PipeConnection: CustomStringConvertible {
+    /// `PipeConnection(<loop>)`.
+    public var description: String { "PipeConnection(\(loop.name))" }
+}
+
+/// One `uv_pipe_connect`: the request, the connection it is for and the result.
+final class PipeConnectAttempt: @unchecked Sendable {
+    // @unchecked Sendable: `connection` and `request` are used only on the connecting loop.
+    let connected = PendingResult<PipeConnection>()
+    private var connection: PipeConnection?
+    private let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+
+    func start(_ path: String, on loop: EventLoop) {
+        guard !connected.isCompleted else { return }
+        let connection: PipeConnection
+        do {
+            connection = try PipeConnection(loop: loop)
+        } catch {
+            connected.fail(error)
+            return
+        }
+        self.connection = connection
+        request.pointee.data = Owner.retain(self)
+        // Errors, even an invalid path, come back through the callback.
+        uv_pipe_connect(request, connection.pipeHandle, path) { request, status in
+            Owner.release(request?.pointee.data, as: PipeConnectAttempt.self).finish(status)
+        }
+        loop.libuvStateDidChange()
+    }
+
+    private func finish(_ status: Int32) {
+        guard let connection else { return }
+        self.connection = nil
+        if status == 0, connection.lifecycle == .open {
+            connected.succeed(connection)
+        } else {
+            connection.beginClosing()
+            connected.fail(EventLoop.error(status == 0 ? UV_ECANCELED.rawValue : status))
+        }
+    }
+
+    func cancel() {
+        connected.fail(EventLoopError.cancelledByClose)
+        connection?.beginClosing()
+    }
+
+    deinit {
+        request.deallocate()
+    }
+}

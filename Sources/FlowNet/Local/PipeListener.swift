@@ -1,0 +1,148 @@
+import CLibUV
+import Flow
+
+/// A Unix domain socket listening at a path on an ``EventLoop``: hands each accepted
+/// ``PipeConnection`` to a handler, as ``TCPListener`` does for TCP.
+///
+/// ```swift
+/// let listener = try PipeListener.listen(path: "/tmp/echo.sock", on: .main) { connection in
+///     connection.onRead { event in
+///         if case .bytes(let bytes) = event { connection.send(copying: bytes) } else { connection.close() }
+///     }
+/// }
+/// ```
+///
+/// The listener stays open until ``close()``, which also removes the socket file.
+public final class PipeListener: @unchecked Sendable {
+    // @unchecked Sendable: the handle, `onAccept` and `isOpen` are used only in the loop's context;
+    // `listen` asserts it and `close()` hops to the loop.
+
+    /// The loop accepting connections.
+    public let loop: EventLoop
+    /// The socket's path.
+    public let path: String
+
+    private let handle: UnsafeMutablePointer<uv_pipe_t>
+    private let readBuffer = ReadBuffer()
+    private var onAccept: ((PipeConnection) -> Void)?
+    private var isOpen = true
+    private var closeWaiters: [PendingResult<Void>] = []
+    /// How many times accepting an incoming connection failed. Loop context only.
+    public private(set) var failedAcceptCount = 0
+
+    /// Listens at `path`. Loop context only.
+    ///
+    /// ```swift
+    /// let listener = try PipeListener.listen(path: folder + "/app.sock") { connection in serve(connection) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - backlog: how many connections the kernel queues before the loop accepts them.
+    ///   - onAccept: called on the loop with each new connection; the handler owns it and must close it.
+    /// - Throws: libuv's error: `EADDRINUSE: address already in use` when a file is already at `path`,
+    ///   `EACCES: permission denied` when its folder does not exist or may not be written (libuv reports
+    ///   both the same way).
+    public static func listen(
+        path: String, backlog: Int32 = 511, on loop: EventLoop = .main,
+        onAccept: @escaping (PipeConnection) -> Void
+    ) throws(EventLoopError) -> PipeListener {
+        loop.assertInLoopContext("PipeListener.listen")
+        BrokenPipeSignal.ignored
+        let handle = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+        let status = uv_pipe_init(loop.unsafeLoopPointer, handle, 0)
+        guard status == 0 else {
+            handle.deallocate()
+            throw EventLoop.error(status)
+        }
+        let listener = PipeListener(loop: loop, handle: handle, path: path, onAccept: onAccept)
+        var failure = uv_pipe_bind(handle, path)
+        if failure == 0 {
+            failure = uv_listen(listener.stream, backlog) { server, status in
+                Owner.borrow(server?.pointee.data, as: PipeListener.self).accept(status: status)
+            }
+        }
+        guard failure == 0 else {
+            listener.beginClosing()
+            throw EventLoop.error(failure)
+        }
+        loop.libuvStateDidChange()
+        return listener
+    }
+
+    private init(loop: EventLoop, handle: UnsafeMutablePointer<uv_pipe_t>, path: String,
+                 onAccept: @escaping (PipeConnection) -> Void) {
+        self.loop = loop
+        self.handle = handle
+        self.path = path
+        self.onAccept = onAccept
+        handle.pointee.data = Owner.retain(self)
+    }
+
+    private var stream: UnsafeMutablePointer<uv_stream_t> {
+        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
+    }
+
+    private func accept(status: Int32) {
+        guard status == 0, isOpen, let onAccept else {
+            failedAcceptCount += 1
+            return
+        }
+        let connection: PipeConnection
+        do {
+            connection = try PipeConnection(loop: loop, readBuffer: readBuffer)
+        } catch {
+            failedAcceptCount += 1
+            return
+        }
+        guard uv_accept(stream, connection.handle) == 0 else {
+            failedAcceptCount += 1
+            connection.beginClosing()
+            return
+        }
+        onAccept(connection)
+    }
+
+    /// Stops listening and removes the socket file. Connections already accepted stay open. The future
+    /// completes once libuv has closed the socket. Callable from any thread.
+    ///
+    /// ```swift
+    /// listener.close().onValue { print("no longer listening") }
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        let closed = PendingResult<Void>()
+        loop.inContext { [self] in
+            if isOpen {
+                closeWaiters.append(closed)
+                beginClosing()
+            } else if closeWaiters.isEmpty {
+                closed.succeed(())
+            } else {
+                closeWaiters.append(closed)
+            }
+        }
+        return closed.future()
+    }
+
+    private func beginClosing() {
+        guard isOpen else { return }
+        isOpen = false
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+            Owner.release(handle?.pointee.data, as: PipeListener.self).didClose()
+        }
+        loop.libuvStateDidChange()
+    }
+
+    private func didClose() {
+        handle.deallocate()
+        onAccept = nil
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.succeed(()) }
+    }
+}
+
+extension PipeListener: CustomStringConvertible {
+    /// `PipeListener(<path>)`.
+    public var description: String { "PipeListener(\(path))" }
+}

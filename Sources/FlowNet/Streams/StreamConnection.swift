@@ -1,0 +1,155 @@
+import CLibUV
+import Flow
+
+/// A byte stream on an ``EventLoop``: read, write with back-pressure, half-close, close. The connection
+/// type shared by ``TCPConnection`` (TCP), ``PipeConnection`` (Unix domain sockets and pipes) and the
+/// standard streams and pipes of FlowSystem's processes.
+///
+/// Reading comes in three shapes: a handler called with each chunk (``onRead(_:)``, the fast path), one
+/// future per chunk (``read()``), or an `AsyncSequence` (``chunks``). Writes return a future that
+/// completes once libuv has handed the bytes to the kernel (``write(_:)-(SharedBytes)``);
+/// ``isWritable`` and ``whenWritable()`` say when to slow down.
+///
+/// ```swift
+/// connection.write("hello\n").flatMap { connection.read() }
+///     .onValue { reply in print(reply.map { String(decoding: $0, as: UTF8.self) } ?? "closed") }
+/// ```
+///
+/// A connection stays open, and alive, until ``close()``: dropping the last reference does not
+/// close it. Methods returning a future may be called from any thread; the others (the read handler,
+/// ``send(_:completion:)``) only in the loop's context.
+public class StreamConnection: @unchecked Sendable {
+    // @unchecked Sendable: the libuv handle and every `var` below are used only in the loop's context.
+    // Loop-only methods check it with `assertInLoopContext`; the methods callable from any thread hop to
+    // the loop (`onLoop`) before touching anything.
+
+    /// The loop this connection belongs to.
+    public let loop: EventLoop
+
+    /// The libuv stream; its memory is the concrete handle type's (`uv_tcp_t`, `uv_pipe_t`, `uv_tty_t`),
+    /// allocated by the subclass and freed in the close callback.
+    package let handle: UnsafeMutablePointer<uv_stream_t>
+    let readBuffer: ReadBuffer
+
+    enum Lifecycle {
+        case open
+        case closing
+        case closed
+    }
+
+    var lifecycle = Lifecycle.open
+    var closeWaiters: [PendingResult<Void>] = []
+
+    // Reading (see StreamConnection+Reading.swift).
+    var readMode = ReadMode.none
+    var isReading = false
+    var isReadingPaused = false
+    var hasReachedEnd = false
+
+    // Writing (see StreamConnection+Writing.swift).
+    var writabilityWaiters: [PendingResult<Void>] = []
+    var spareWriteRequests: [WriteRequest] = []
+
+    /// Bytes queued by ``write(_:)-(SharedBytes)`` and ``send(_:completion:)`` but not yet taken by the
+    /// kernel at which ``isWritable`` turns false. Loop context only. Defaults to 256 KiB.
+    public var writeBufferLimit = 256 * 1024
+
+    /// Takes ownership of `handle`, which `initialize` sets up on `loop` (`uv_tcp_init`, `uv_pipe_init`):
+    /// on failure the memory is freed at once, since nothing was registered with libuv.
+    package init<Handle>(
+        loop: EventLoop, readBuffer: ReadBuffer, allocating: Handle.Type,
+        initialize: (UnsafeMutablePointer<uv_loop_t>, UnsafeMutablePointer<Handle>) -> Int32
+    ) throws(EventLoopError) {
+        loop.assertInLoopContext("\(Self.self)")
+        BrokenPipeSignal.ignored
+        self.loop = loop
+        self.readBuffer = readBuffer
+        let typed = UnsafeMutablePointer<Handle>.allocate(capacity: 1)
+        handle = UnsafeMutableRawPointer(typed).assumingMemoryBound(to: uv_stream_t.self)
+        let status = initialize(loop.unsafeLoopPointer, typed)
+        guard status == 0 else {
+            typed.deallocate()
+            lifecycle = .closed
+            throw EventLoop.error(status)
+        }
+        handle.pointee.data = Owner.retain(self)
+    }
+
+    /// The handle as libuv's base type, for `uv_close` and the like.
+    var baseHandle: UnsafeMutablePointer<uv_handle_t> {
+        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
+    }
+
+    /// Whether the connection is open (not closing or closed). Loop context only.
+    public var isOpen: Bool {
+        loop.assertInLoopContext("\(type(of: self)).isOpen")
+        return lifecycle == .open
+    }
+
+    // MARK: Closing
+
+    /// Closes the connection. Pending writes fail with `ECANCELED`, a pending ``read()`` fails the
+    /// same way, and the returned future completes once libuv has closed the handle (its memory is
+    /// freed then). Closing twice is harmless. Callable from any thread.
+    ///
+    /// ```swift
+    /// connection.close().onValue { print("closed") }
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        let closed = PendingResult<Void>()
+        onLoop { [self] in
+            switch lifecycle {
+            case .closed:
+                closed.succeed(())
+            case .closing:
+                closeWaiters.append(closed)
+            case .open:
+                closeWaiters.append(closed)
+                beginClosing()
+            }
+        }
+        return closed.future()
+    }
+
+    /// Closes the handle, unless already closing. Loop context only.
+    func beginClosing() {
+        guard lifecycle == .open else { return }
+        lifecycle = .closing
+        uv_close(baseHandle) { handle in
+            let connection = Owner.release(handle?.pointee.data, as: StreamConnection.self)
+            connection.didClose()
+        }
+        loop.libuvStateDidChange()
+    }
+
+    /// The close callback: libuv is done with the handle, and has already failed its pending writes.
+    private func didClose() {
+        lifecycle = .closed
+        UnsafeMutableRawPointer(handle).deallocate()
+        let error = EventLoopError.cancelledByClose
+        // Handlers may capture this connection: dropping them here breaks that cycle.
+        let pendingReads = readMode.takeWaitingReaders()
+        readMode = .closed
+        for reader in pendingReads { reader.fail(error) }
+        let writability = writabilityWaiters
+        writabilityWaiters = []
+        for waiter in writability { waiter.fail(error) }
+        spareWriteRequests = []
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.succeed(()) }
+    }
+
+    // MARK: Loop context
+
+    /// Runs `work` in the loop's context: now if already there, else queued on the loop.
+    func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if loop.isInLoopContext {
+            work()
+        } else {
+            loop.execute(work)
+        }
+    }
+}
+

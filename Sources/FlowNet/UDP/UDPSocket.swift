@@ -1,0 +1,380 @@
+import CLibUV
+import Flow
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A UDP socket on an ``EventLoop`` (libuv's `uv_udp_t`): send datagrams to addresses, receive them
+/// with their sender, optionally connected to one peer, with broadcast and multicast.
+///
+/// ```swift
+/// let socket = try UDPSocket.bind(host: "127.0.0.1", port: 0, on: .main)
+/// socket.onReceive { datagram in
+///     socket.send(datagram.bytes, to: datagram.sender)   // echo
+/// }
+/// ```
+///
+/// The socket stays open until ``close()``. Methods returning a future may be called from any thread;
+/// the others only in the loop's context.
+public final class UDPSocket: @unchecked Sendable {
+    // @unchecked Sendable: the handle and every `var` are used only in the loop's context (loop-only
+    // methods assert it, the others hop there); `continuations` is guarded by its mutex.
+
+    /// The loop the socket belongs to.
+    public let loop: EventLoop
+    /// The address bound; its port is the one chosen when binding port 0.
+    public let localAddress: SocketAddress
+
+    private let handle: UnsafeMutablePointer<uv_udp_t>
+    private let readBuffer = ReadBuffer()
+    private var handler: ((Datagram) -> Void)?
+    private var isReceiving = false
+    private var isOpen = true
+    private var isClosed = false
+    private var closeWaiters: [PendingResult<Void>] = []
+    private let continuations = Synchronization.Mutex<[Int: AsyncStream<Datagram>.Continuation]?>([:])
+    private let nextIdentifier = Atomic<Int>(0)
+
+    private var baseHandle: UnsafeMutablePointer<uv_handle_t> {
+        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
+    }
+
+    /// Binds a socket to `host` (a numeric address or a name, resolved on the calling thread) and
+    /// `port`, 0 for any free port. Loop context only.
+    ///
+    /// ```swift
+    /// let socket = try UDPSocket.bind(host: "::", port: 5353, reuseAddress: true)
+    /// ```
+    ///
+    /// - Parameter reuseAddress: lets several sockets bind the same address and port (`SO_REUSEADDR`),
+    ///   as multicast receivers do.
+    /// - Throws: libuv's error, such as `EADDRINUSE: address already in use`.
+    public static func bind(
+        host: String = "127.0.0.1", port: Int = 0, reuseAddress: Bool = false, on loop: EventLoop = .main
+    ) throws(EventLoopError) -> UDPSocket {
+        loop.assertInLoopContext("UDPSocket.bind")
+        let addresses = try NameResolver.resolveNow(host: host, port: port, on: loop)
+        var lastError = EventLoop.error(UV_EINVAL.rawValue)
+        for address in addresses {
+            do {
+                return try bind(to: address, reuseAddress: reuseAddress, on: loop)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// Binds a socket to `address`; see ``bind(host:port:reuseAddress:on:)``. Loop context only.
+    ///
+    /// ```swift
+    /// let socket = try UDPSocket.bind(to: SocketAddress(host: "::1", port: 0))
+    /// ```
+    public static func bind(
+        to address: SocketAddress, reuseAddress: Bool = false, on loop: EventLoop = .main
+    ) throws(EventLoopError) -> UDPSocket {
+        loop.assertInLoopContext("UDPSocket.bind")
+        let handle = UnsafeMutablePointer<uv_udp_t>.allocate(capacity: 1)
+        let status = uv_udp_init(loop.unsafeLoopPointer, handle)
+        guard status == 0 else {
+            handle.deallocate()
+            throw EventLoop.error(status)
+        }
+        let flags = reuseAddress ? UInt32(UV_UDP_REUSEADDR.rawValue) : 0
+        var failure = address.withSockaddr { uv_udp_bind(handle, $0, flags) }
+        var bound: SocketAddress?
+        if failure == 0 {
+            var storage = sockaddr_storage()
+            var length = Int32(MemoryLayout<sockaddr_storage>.size)
+            failure = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_udp_getsockname(handle, $0, &length) }
+            }
+            bound = SocketAddress(storage: storage)
+        }
+        let socket = UDPSocket(loop: loop, handle: handle, localAddress: bound ?? address)
+        guard failure == 0 else {
+            socket.beginClosing()
+            throw EventLoop.error(failure)
+        }
+        loop.libuvStateDidChange()
+        return socket
+    }
+
+    private init(loop: EventLoop, handle: UnsafeMutablePointer<uv_udp_t>, localAddress: SocketAddress) {
+        self.loop = loop
+        self.handle = handle
+        self.localAddress = localAddress
+        handle.pointee.data = Owner.retain(self)
+    }
+
+    // MARK: Sending
+
+    /// Sends `bytes` as one datagram to `address` (or, with `nil`, to the peer of a connected socket).
+    /// The future completes once libuv has handed the datagram to the kernel, and fails with libuv's
+    /// error: `EMSGSIZE: message too long` for a datagram larger than UDP carries, `ECANCELED` if the
+    /// socket closes first. Callable from any thread.
+    ///
+    /// ```swift
+    /// socket.send(Array("ping".utf8), to: try SocketAddress(host: "127.0.0.1", port: 9999))
+    /// ```
+    @discardableResult
+    public func send(_ bytes: [UInt8], to address: SocketAddress? = nil) -> Future<Void> {
+        send(SharedBytes(bytes), to: address)
+    }
+
+    /// Sends `bytes` without copying them again; see ``send(_:to:)-([UInt8],_)``.
+    ///
+    /// ```swift
+    /// let announcement = SharedBytes("hello")
+    /// socket.send(announcement, to: group)
+    /// ```
+    @discardableResult
+    public func send(_ bytes: SharedBytes, to address: SocketAddress? = nil) -> Future<Void> {
+        let sent = PendingResult<Void>()
+        loop.inContext { [self] in
+            guard isOpen else {
+                sent.fail(EventLoopError.cancelledByClose)
+                return
+            }
+            let request = UDPSendRequest(bytes: bytes, sent: sent)
+            request.request.pointee.data = Owner.retain(request)
+            var buffer = uv_buf_init(bytes.base.assumingMemoryBound(to: CChar.self), UInt32(min(bytes.count, Int(UInt32.max))))
+            let callback: uv_udp_send_cb = { request, status in
+                let send = Owner.release(request?.pointee.data, as: UDPSendRequest.self)
+                if status == 0 { send.sent.succeed(()) } else { send.sent.fail(EventLoop.error(status)) }
+            }
+            let status: Int32
+            if let address {
+                status = address.withSockaddr { uv_udp_send(request.request, handle, &buffer, 1, $0, callback) }
+            } else {
+                status = uv_udp_send(request.request, handle, &buffer, 1, nil, callback)
+            }
+            if status != 0 {
+                _ = Owner.release(request.request.pointee.data, as: UDPSendRequest.self)
+                sent.fail(EventLoop.error(status))
+            } else {
+                loop.libuvStateDidChange()
+            }
+        }
+        return sent.future()
+    }
+
+    /// Connects the socket to `address`: datagrams sent without an address go there, and only that
+    /// peer's datagrams are received. Loop context only.
+    ///
+    /// ```swift
+    /// try socket.connect(to: server)
+    /// socket.send(Array("query".utf8))
+    /// ```
+    public func connect(to address: SocketAddress) throws(EventLoopError) {
+        loop.assertInLoopContext("UDPSocket.connect")
+        let status = address.withSockaddr { uv_udp_connect(handle, $0) }
+        guard status == 0 else { throw EventLoop.error(status) }
+    }
+
+    /// The connected peer, or `nil`. Loop context only.
+    public var remoteAddress: SocketAddress? {
+        loop.assertInLoopContext("UDPSocket.remoteAddress")
+        guard isOpen else { return nil }
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_udp_getpeername(handle, $0, &length) }
+        }
+        return status == 0 ? SocketAddress(storage: storage) : nil
+    }
+
+    // MARK: Receiving
+
+    /// Receives datagrams, calling `handler` on the loop with each one. Loop context only.
+    ///
+    /// ```swift
+    /// socket.onReceive { datagram in print("\(datagram.bytes.count) bytes from \(datagram.sender)") }
+    /// ```
+    ///
+    /// The handler is dropped when the socket closes, so it may capture the socket.
+    public func onReceive(_ handler: @escaping (Datagram) -> Void) {
+        loop.assertInLoopContext("UDPSocket.onReceive")
+        guard isOpen else { return }
+        self.handler = handler
+        startReceiving()
+    }
+
+    /// The datagrams received from now on, as an `AsyncSequence` that ends when the socket closes. A
+    /// consumer that falls behind loses the oldest of more than 1,024 waiting datagrams, as the kernel
+    /// would. Callable from any thread.
+    ///
+    /// ```swift
+    /// for await datagram in socket.datagrams { print(datagram.sender) }
+    /// ```
+    public var datagrams: AsyncStream<Datagram> {
+        let (stream, continuation) = AsyncStream<Datagram>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let identifier = nextIdentifier.add(1, ordering: .relaxed).newValue
+        let added = continuations.withLock { continuations -> Bool in
+            guard continuations != nil else { return false }
+            continuations![identifier] = continuation
+            return true
+        }
+        if added {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.continuations.withLock { $0?.removeValue(forKey: identifier) }
+            }
+            loop.inContext { [self] in startReceiving() }
+        } else {
+            continuation.finish()
+        }
+        return stream
+    }
+
+    private func startReceiving() {
+        guard isOpen, !isReceiving else { return }
+        let status = uv_udp_recv_start(handle, { handle, _, buffer in
+            let socket = Owner.borrow(handle?.pointee.data, as: UDPSocket.self)
+            buffer?.pointee = uv_buf_init(
+                socket.readBuffer.base.assumingMemoryBound(to: CChar.self), UInt32(socket.readBuffer.size))
+        }, { handle, count, _, address, flags in
+            guard count > 0 || (count == 0 && address != nil), let address else { return }
+            let socket = Owner.borrow(handle?.pointee.data, as: UDPSocket.self)
+            var storage = sockaddr_storage()
+            let length = address.pointee.sa_family == sa_family_t(AF_INET6)
+                ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: length)) }
+            guard let sender = SocketAddress(storage: storage) else { return }
+            socket.deliver(Datagram(
+                bytes: Array(UnsafeRawBufferPointer(start: socket.readBuffer.base, count: count)), sender: sender,
+                isTruncated: flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0))
+        })
+        if status == 0 {
+            isReceiving = true
+            loop.libuvStateDidChange()
+        }
+    }
+
+    private func deliver(_ datagram: Datagram) {
+        handler?(datagram)
+        let current = continuations.withLock { $0.map { Array($0.values) } ?? [] }
+        for continuation in current { continuation.yield(datagram) }
+    }
+
+    // MARK: Options
+
+    /// Allows sending to broadcast addresses (`SO_BROADCAST`). Loop context only.
+    ///
+    /// ```swift
+    /// try socket.setBroadcast(true)
+    /// socket.send(Array("anyone?".utf8), to: try SocketAddress(host: "255.255.255.255", port: 9999))
+    /// ```
+    public func setBroadcast(_ isEnabled: Bool) throws(EventLoopError) {
+        loop.assertInLoopContext("UDPSocket.setBroadcast")
+        let status = uv_udp_set_broadcast(handle, isEnabled ? 1 : 0)
+        guard status == 0 else { throw EventLoop.error(status) }
+    }
+
+    /// Joins the multicast `group` (such as `239.255.0.1` or `ff02::1`) on `interface` (an address of
+    /// a local interface; `nil` lets the kernel choose). Loop context only.
+    ///
+    /// ```swift
+    /// try socket.joinMulticastGroup("239.255.0.1")
+    /// ```
+    ///
+    /// - Throws: libuv's error, `EINVAL: invalid argument` for an address that is not a multicast group.
+    public func joinMulticastGroup(_ group: String, interface: String? = nil) throws(EventLoopError) {
+        try setMembership(group, interface: interface, UV_JOIN_GROUP)
+    }
+
+    /// Leaves a multicast group joined with ``joinMulticastGroup(_:interface:)``. Loop context only.
+    ///
+    /// ```swift
+    /// try socket.leaveMulticastGroup("239.255.0.1")
+    /// ```
+    public func leaveMulticastGroup(_ group: String, interface: String? = nil) throws(EventLoopError) {
+        try setMembership(group, interface: interface, UV_LEAVE_GROUP)
+    }
+
+    /// Whether multicast datagrams this socket sends come back to the sockets of this host (on by
+    /// default). Loop context only.
+    ///
+    /// ```swift
+    /// try socket.setMulticastLoopback(false)
+    /// ```
+    public func setMulticastLoopback(_ isEnabled: Bool) throws(EventLoopError) {
+        loop.assertInLoopContext("UDPSocket.setMulticastLoopback")
+        let status = uv_udp_set_multicast_loop(handle, isEnabled ? 1 : 0)
+        guard status == 0 else { throw EventLoop.error(status) }
+    }
+
+    private func setMembership(_ group: String, interface: String?, _ membership: uv_membership) throws(EventLoopError) {
+        loop.assertInLoopContext("UDPSocket multicast membership")
+        let status = uv_udp_set_membership(handle, group, interface, membership)
+        guard status == 0 else { throw EventLoop.error(status) }
+    }
+
+    // MARK: Closing
+
+    /// Closes the socket: pending sends fail with `ECANCELED`, the ``datagrams`` sequences end, and the
+    /// future completes once libuv has closed the handle. Closing twice is harmless. Callable from any
+    /// thread.
+    ///
+    /// ```swift
+    /// socket.close().onValue { print("closed") }
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        let closed = PendingResult<Void>()
+        loop.inContext { [self] in
+            if isClosed {
+                closed.succeed(())
+            } else {
+                closeWaiters.append(closed)
+                beginClosing()
+            }
+        }
+        return closed.future()
+    }
+
+    private func beginClosing() {
+        guard isOpen else { return }
+        isOpen = false
+        let ending = continuations.withLock { continuations -> [AsyncStream<Datagram>.Continuation] in
+            defer { continuations = nil }
+            return continuations.map { Array($0.values) } ?? []
+        }
+        for continuation in ending { continuation.finish() }
+        uv_close(baseHandle) { handle in
+            Owner.release(handle?.pointee.data, as: UDPSocket.self).didClose()
+        }
+        loop.libuvStateDidChange()
+    }
+
+    private func didClose() {
+        isClosed = true
+        handle.deallocate()
+        handler = nil
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.succeed(()) }
+    }
+}
+
+extension UDPSocket: CustomStringConvertible {
+    /// `UDPSocket(<address>)`.
+    public var description: String { "UDPSocket(\(localAddress))" }
+}
+
+/// A `uv_udp_send_t`, the bytes it sends (kept until libuv is done) and the result.
+final class UDPSendRequest {
+    let request = UnsafeMutablePointer<uv_udp_send_t>.allocate(capacity: 1)
+    let bytes: SharedBytes
+    let sent: PendingResult<Void>
+
+    init(bytes: SharedBytes, sent: PendingResult<Void>) {
+        self.bytes = bytes
+        self.sent = sent
+    }
+
+    deinit {
+        request.deallocate()
+    }
+}

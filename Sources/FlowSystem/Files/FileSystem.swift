@@ -1,0 +1,174 @@
+import CLibUV
+import Flow
+import FlowNet
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Files and folders through libuv's thread pool (`uv_fs_*`): the loop never waits for the disk.
+///
+/// ```swift
+/// FileSystem.readFile(at: "/etc/hostname", on: loop).onValue { bytes in
+///     print(String(decoding: bytes, as: UTF8.self))
+/// }
+/// ```
+///
+/// Every method may be called from any thread; the futures complete on the loop, and fail with libuv's
+/// error: `ENOENT: no such file or directory`, `EACCES: permission denied`, `EISDIR: illegal operation
+/// on a directory`, ...
+public enum FileSystem {
+    /// Opens the file at `path`; see ``OpenFile``.
+    ///
+    /// ```swift
+    /// FileSystem.open("/tmp/log.txt", .append).flatMap { file in file.write(Array("line\n".utf8)).flatMap { file.close() } }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - mode: how the file is opened: reading (the default), writing, appending, ...
+    ///   - permissions: the permission bits of a file this creates, before the process's umask.
+    public static func open(
+        _ path: String, _ mode: OpenFile.Mode = .read, permissions: Int32 = 0o644, on loop: EventLoop = .main
+    ) -> Future<OpenFile> {
+        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_open(loop, request, path, mode.flags | O_CLOEXEC, permissions, callback)
+        }, finish: { request in
+            .success(OpenFile(descriptor: uv_file(request.pointee.result), loop: loop))
+        })
+    }
+
+    /// The status of the item at `path`, following symbolic links (`stat`).
+    ///
+    /// ```swift
+    /// FileSystem.status(ofItemAt: path).onValue { print("\($0.size) bytes") }
+    /// ```
+    public static func status(ofItemAt path: String, on loop: EventLoop = .main) -> Future<FileStatus> {
+        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_stat(loop, request, path, callback)
+        }, finish: { request in .success(FileStatus(request.pointee.statbuf)) })
+    }
+
+    /// Renames (moves) `source` to `destination` on the same file system, replacing what was there,
+    /// atomically.
+    ///
+    /// ```swift
+    /// FileSystem.rename("report.tmp", to: "report.txt")
+    /// ```
+    @discardableResult
+    public static func rename(_ source: String, to destination: String, on loop: EventLoop = .main) -> Future<Void> {
+        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_rename(loop, request, source, destination, callback)
+        }, finish: { _ in .success(()) })
+    }
+
+    /// Removes the file at `path` (`unlink`). A file still open stays readable through its
+    /// ``OpenFile`` until closed.
+    ///
+    /// ```swift
+    /// FileSystem.removeFile(at: "/tmp/old.log")
+    /// ```
+    @discardableResult
+    public static func removeFile(at path: String, on loop: EventLoop = .main) -> Future<Void> {
+        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_unlink(loop, request, path, callback)
+        }, finish: { _ in .success(()) })
+    }
+
+    /// Creates a directory at `path` (not its parents). Fails with `EEXIST: file already exists` if
+    /// something is there.
+    ///
+    /// ```swift
+    /// FileSystem.createDirectory(at: "/tmp/cache")
+    /// ```
+    @discardableResult
+    public static func createDirectory(
+        at path: String, permissions: Int32 = 0o755, on loop: EventLoop = .main
+    ) -> Future<Void> {
+        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_mkdir(loop, request, path, permissions, callback)
+        }, finish: { _ in .success(()) })
+    }
+
+    /// Removes the empty directory at `path`.
+    ///
+    /// ```swift
+    /// FileSystem.removeDirectory(at: "/tmp/cache")
+    /// ```
+    @discardableResult
+    public static func removeDirectory(at path: String, on loop: EventLoop = .main) -> Future<Void> {
+        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_rmdir(loop, request, path, callback)
+        }, finish: { _ in .success(()) })
+    }
+
+    /// An entry of a directory: its name and kind.
+    public struct DirectoryEntry: Sendable, Hashable {
+        /// The entry's name, without the directory's path.
+        public let name: String
+        /// Whether it is a directory.
+        public let isDirectory: Bool
+        /// Whether it is a regular file.
+        public let isRegularFile: Bool
+    }
+
+    /// The entries of the directory at `path`, without `.` and `..`, sorted by name.
+    ///
+    /// ```swift
+    /// FileSystem.contentsOfDirectory(at: "/etc").onValue { entries in print(entries.map(\.name)) }
+    /// ```
+    public static func contentsOfDirectory(at path: String, on loop: EventLoop = .main) -> Future<[DirectoryEntry]> {
+        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_scandir(loop, request, path, 0, callback)
+        }, finish: { request in
+            var entries: [DirectoryEntry] = []
+            var entry = uv_dirent_t()
+            while uv_fs_scandir_next(request, &entry) == 0 {
+                entries.append(DirectoryEntry(
+                    name: String(cString: entry.name), isDirectory: entry.type == UV_DIRENT_DIR,
+                    isRegularFile: entry.type == UV_DIRENT_FILE))
+            }
+            return .success(entries.sorted { $0.name < $1.name })
+        })
+    }
+
+    /// Reads the whole file at `path`.
+    ///
+    /// ```swift
+    /// FileSystem.readFile(at: "config.json").onValue { bytes in print("\(bytes.count) bytes") }
+    /// ```
+    ///
+    /// - Parameter limit: the largest file read; a bigger one fails with `EFBIG: file too large`
+    ///   instead of filling memory.
+    public static func readFile(
+        at path: String, limit: Int = 1 << 30, on loop: EventLoop = .main
+    ) -> Future<[UInt8]> {
+        open(path, .read, on: loop).flatMap(on: .none) { file in
+            file.readToEnd(limit: limit).always(on: .none) { file.close() }
+        }
+    }
+
+    /// Replaces the file at `path` with `contents`, all or nothing: the bytes go to a temporary file
+    /// next to it, which is flushed to the disk (`fsync`) and then renamed over `path`. A crash leaves
+    /// the old content or the new, never half of it.
+    ///
+    /// ```swift
+    /// FileSystem.writeFile(at: "state.json", contents: Array(json.utf8)).onValue { print("saved") }
+    /// ```
+    @discardableResult
+    public static func writeFile(
+        at path: String, contents: [UInt8], permissions: Int32 = 0o644, on loop: EventLoop = .main
+    ) -> Future<Void> {
+        let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        return open(temporary, .createNew, permissions: permissions, on: loop)
+            .flatMap(on: .none) { file in
+                file.write(contents).flatMap(on: .none) { file.synchronize() }
+                    .flatMapResult(on: .none) { written in
+                        file.close().flatMap(on: .none) { () throws -> Future<Void> in
+                            try written.get()
+                            return rename(temporary, to: path, on: loop)
+                        }
+                    }
+            }
+            .onError(on: .none) { _ in removeFile(at: temporary, on: loop) }
+    }
+}

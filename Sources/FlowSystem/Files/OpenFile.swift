@@ -1,0 +1,221 @@
+import CLibUV
+import Flow
+import FlowNet
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file opened with ``FileSystem/open(_:_:permissions:on:)``: read, write, status, flush, close, each a
+/// request on libuv's thread pool.
+///
+/// ```swift
+/// FileSystem.open("data.bin").flatMap { file in
+///     file.read(upTo: 4096).always { file.close() }
+/// }.onValue { header in print("\(header.count) bytes") }
+/// ```
+///
+/// Reads and writes without an offset go on from where the previous one stopped; make one at a time
+/// for that order to hold (chain them), or give offsets. Close the file when done; one dropped while
+/// open is closed then, on the spot. Every method may be called from any thread.
+public final class OpenFile: Sendable {
+    /// How a file is opened.
+    public enum Mode: Sendable, Hashable {
+        /// Reading only; the file must exist.
+        case read
+        /// Writing only; creates the file or empties it.
+        case write
+        /// Writing at the end; creates the file if needed.
+        case append
+        /// Reading and writing; creates the file if needed, keeps its content.
+        case readWrite
+        /// Writing a file that must not exist yet: fails with `EEXIST: file already exists` otherwise.
+        case createNew
+
+        var flags: Int32 {
+            switch self {
+            case .read: O_RDONLY
+            case .write: O_WRONLY | O_CREAT | O_TRUNC
+            case .append: O_WRONLY | O_CREAT | O_APPEND
+            case .readWrite: O_RDWR | O_CREAT
+            case .createNew: O_WRONLY | O_CREAT | O_EXCL
+            }
+        }
+    }
+
+    /// The loop the requests report to.
+    public let loop: EventLoop
+    /// The file descriptor.
+    public let descriptor: Int32
+    private let isOpen = Synchronization.Mutex(true)
+
+    init(descriptor: Int32, loop: EventLoop) {
+        self.descriptor = descriptor
+        self.loop = loop
+    }
+
+    deinit {
+        if isOpen.withLock({ $0 }) { _ = Glibc.close(descriptor) }
+    }
+
+    /// Reads up to `count` bytes, at `offset` or from the current position; an empty array at the
+    /// end of the file.
+    ///
+    /// ```swift
+    /// file.read(upTo: 65536).onValue { chunk in if chunk.isEmpty { print("end") } }
+    /// ```
+    public func read(upTo count: Int = 64 * 1024, at offset: Int64? = nil) -> Future<[UInt8]> {
+        let buffer = ReadTarget(count: count)
+        let descriptor = descriptor
+        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            var slice = uv_buf_init(buffer.base.assumingMemoryBound(to: CChar.self), UInt32(count))
+            return uv_fs_read(loop, request, descriptor, &slice, 1, offset ?? -1, callback)
+        }, finish: { request in
+            .success(Array(UnsafeRawBufferPointer(start: buffer.base, count: Int(request.pointee.result))))
+        })
+    }
+
+    /// Writes all of `bytes`, at `offset` or at the current position. Completes once the kernel has
+    /// them (see ``synchronize()`` for the disk).
+    ///
+    /// ```swift
+    /// file.write(Array("hello\n".utf8))
+    /// ```
+    @discardableResult
+    public func write(_ bytes: [UInt8], at offset: Int64? = nil) -> Future<Void> {
+        writeSome(SharedBytes(bytes), from: 0, at: offset)
+    }
+
+    private func writeSome(_ bytes: SharedBytes, from start: Int, at offset: Int64?) -> Future<Void> {
+        guard start < bytes.count else { return Future(()) }
+        let descriptor = descriptor
+        let written: Future<Int> = FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            bytes.withUnsafeBytes { raw in
+                let base = UnsafeMutableRawPointer(mutating: raw.baseAddress!).advanced(by: start)
+                var slice = uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(min(bytes.count - start, 1 << 30)))
+                return uv_fs_write(loop, request, descriptor, &slice, 1, offset ?? -1, callback)
+            }
+        }, finish: { request in .success(Int(request.pointee.result)) })
+        return written.flatMap(on: .none) { [self] count in
+            // Short writes happen (a full disk, a signal): write the rest.
+            writeSome(bytes, from: start + count, at: offset.map { $0 + Int64(count) })
+        }
+    }
+
+    /// The file's status (`fstat`).
+    ///
+    /// ```swift
+    /// file.status().onValue { print("\($0.size) bytes") }
+    /// ```
+    public func status() -> Future<FileStatus> {
+        let descriptor = descriptor
+        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_fstat(loop, request, descriptor, callback)
+        }, finish: { request in .success(FileStatus(request.pointee.statbuf)) })
+    }
+
+    /// Flushes what was written to the disk (`fsync`).
+    ///
+    /// ```swift
+    /// file.write(record).flatMap { file.synchronize() }.onValue { print("durable") }
+    /// ```
+    @discardableResult
+    public func synchronize() -> Future<Void> {
+        let descriptor = descriptor
+        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_fsync(loop, request, descriptor, callback)
+        }, finish: { _ in .success(()) })
+    }
+
+    /// Closes the file. Closing twice is harmless.
+    ///
+    /// ```swift
+    /// file.close().onValue { print("closed") }
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        let wasOpen = isOpen.withLock { isOpen in
+            defer { isOpen = false }
+            return isOpen
+        }
+        guard wasOpen else { return Future(()) }
+        let descriptor = descriptor
+        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            uv_fs_close(loop, request, descriptor, callback)
+        }, finish: { _ in .success(()) })
+    }
+
+    /// Reads from the current position to the end of the file, failing with `EFBIG: file too large`
+    /// past `limit` bytes.
+    ///
+    /// ```swift
+    /// file.readToEnd().onValue { bytes in print("\(bytes.count) bytes") }
+    /// ```
+    public func readToEnd(limit: Int = 1 << 30) -> Future<[UInt8]> {
+        status().flatMap(on: .none) { [self] status in
+            readRest(into: [], chunkSize: Int(min(max(status.size, 4096), 4 << 20)) + 1, limit: limit)
+        }
+    }
+
+    private func readRest(into collected: [UInt8], chunkSize: Int, limit: Int) -> Future<[UInt8]> {
+        read(upTo: chunkSize).flatMap(on: .none) { [self] chunk -> Future<[UInt8]> in
+            if chunk.isEmpty { return Future(collected) }
+            guard collected.count + chunk.count <= limit else {
+                return Future(error: EventLoop.error(UV_EFBIG.rawValue))
+            }
+            return readRest(into: collected + chunk, chunkSize: chunkSize, limit: limit)
+        }
+    }
+
+    /// The file from the current position as an `AsyncSequence` of chunks of up to `size` bytes. Each
+    /// step reads one chunk when asked: a consumer that is slow is never handed more than one chunk
+    /// ahead (back-pressure), whatever the file's size.
+    ///
+    /// ```swift
+    /// for try await chunk in file.chunks(size: 65536) {
+    ///     try await connection.write(chunk).get()
+    /// }
+    /// ```
+    public func chunks(size: Int = 64 * 1024) -> FileChunks {
+        FileChunks(file: self, size: size)
+    }
+}
+
+/// The chunks of an ``OpenFile``; see ``OpenFile/chunks(size:)``.
+public struct FileChunks: AsyncSequence, Sendable {
+    /// A chunk of bytes, never empty.
+    public typealias Element = [UInt8]
+
+    let file: OpenFile
+    let size: Int
+
+    /// Makes the iterator.
+    public func makeAsyncIterator() -> Iterator { Iterator(file: file, size: size) }
+
+    /// Reads chunk after chunk.
+    public struct Iterator: AsyncIteratorProtocol {
+        let file: OpenFile
+        let size: Int
+
+        /// The next chunk, or `nil` at the end of the file.
+        public mutating func next() async throws -> [UInt8]? {
+            let chunk = try await file.read(upTo: size).get()
+            return chunk.isEmpty ? nil : chunk
+        }
+    }
+}
+
+/// Memory a read fills on a pool thread, kept alive by the request until its callback.
+final class ReadTarget: @unchecked Sendable {
+    // @unchecked Sendable: written by one pool thread during the read, read on the loop after it.
+    let base: UnsafeMutableRawPointer
+
+    init(count: Int) {
+        base = .allocate(byteCount: max(count, 1), alignment: 16)
+    }
+
+    deinit {
+        base.deallocate()
+    }
+}

@@ -1,0 +1,158 @@
+import CLibUV
+import Flow
+import FlowNet
+import Synchronization
+
+/// Watches a file or a directory for changes (libuv's `uv_fs_event`, inotify on Linux): each change is
+/// handed to a handler on the loop and to every ``changes`` sequence.
+///
+/// ```swift
+/// let watcher = try PathWatcher.watch("/etc/app", on: .main) { change in
+///     print("\(change.name ?? "?") changed")   // config.json changed
+/// }
+/// ```
+///
+/// A watcher stays open, and keeps its loop running, until ``close()``.
+public final class PathWatcher: @unchecked Sendable {
+    // @unchecked Sendable: the handle, `handler` and `isOpen` are used only in the loop's context
+    // (`watch` asserts it, `close()` hops there); `continuations` is guarded by its mutex.
+
+    /// A change libuv saw.
+    public struct Change: Sendable, Hashable {
+        /// The name of the entry that changed, inside a watched directory, or the watched file's name.
+        public let name: String?
+        /// Whether an entry appeared, disappeared or was renamed (otherwise its content changed).
+        public let isRename: Bool
+        /// Whether the content or the attributes changed.
+        public let isContentChange: Bool
+    }
+
+    /// The loop the changes are delivered on.
+    public let loop: EventLoop
+    /// The path watched.
+    public let path: String
+
+    private let handle: UnsafeMutablePointer<uv_fs_event_t>
+    private var handler: ((Change) -> Void)?
+    private var isOpen = true
+    private var isClosed = false
+    private var closeWaiters: [PendingResult<Void>] = []
+    private let continuations = Synchronization.Mutex<[Int: AsyncStream<Change>.Continuation]?>([:])
+    private let nextIdentifier = Atomic<Int>(0)
+
+    private init(loop: EventLoop, path: String, handle: UnsafeMutablePointer<uv_fs_event_t>, handler: ((Change) -> Void)?) {
+        self.loop = loop
+        self.path = path
+        self.handle = handle
+        self.handler = handler
+    }
+
+    /// Starts watching `path`, a file or a directory (not its subdirectories). Loop context only.
+    ///
+    /// ```swift
+    /// let watcher = try PathWatcher.watch(folder) { change in reload(change.name) }
+    /// ```
+    ///
+    /// - Throws: libuv's error, `ENOENT: no such file or directory` when nothing is at `path`.
+    public static func watch(
+        _ path: String, on loop: EventLoop = .main, handler: ((Change) -> Void)? = nil
+    ) throws(EventLoopError) -> PathWatcher {
+        loop.assertInLoopContext("PathWatcher.watch")
+        let handle = UnsafeMutablePointer<uv_fs_event_t>.allocate(capacity: 1)
+        let status = uv_fs_event_init(loop.unsafeLoopPointer, handle)
+        guard status == 0 else {
+            handle.deallocate()
+            throw EventLoop.error(status)
+        }
+        let watcher = PathWatcher(loop: loop, path: path, handle: handle, handler: handler)
+        handle.pointee.data = Owner.retain(watcher)
+        let started = uv_fs_event_start(handle, { handle, name, events, status in
+            let watcher = Owner.borrow(handle?.pointee.data, as: PathWatcher.self)
+            guard status == 0 else { return }
+            watcher.deliver(Change(
+                name: name.map { String(cString: $0) },
+                isRename: events & Int32(UV_RENAME.rawValue) != 0,
+                isContentChange: events & Int32(UV_CHANGE.rawValue) != 0))
+        }, path, 0)
+        guard started == 0 else {
+            watcher.beginClosing()
+            throw EventLoop.error(started)
+        }
+        loop.libuvStateDidChange()
+        return watcher
+    }
+
+    /// The changes from now on, as an `AsyncSequence` that ends when the watcher closes. Callable from
+    /// any thread.
+    ///
+    /// ```swift
+    /// for await change in watcher.changes { print(change) }
+    /// ```
+    public var changes: AsyncStream<Change> {
+        let (stream, continuation) = AsyncStream<Change>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let identifier = nextIdentifier.add(1, ordering: .relaxed).newValue
+        let added = continuations.withLock { continuations -> Bool in
+            guard continuations != nil else { return false }
+            continuations![identifier] = continuation
+            return true
+        }
+        if added {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.continuations.withLock { $0?.removeValue(forKey: identifier) }
+            }
+        } else {
+            continuation.finish()
+        }
+        return stream
+    }
+
+    private func deliver(_ change: Change) {
+        guard isOpen else { return }
+        handler?(change)
+        let current = continuations.withLock { $0.map { Array($0.values) } ?? [] }
+        for continuation in current { continuation.yield(change) }
+    }
+
+    /// Stops watching; the ``changes`` sequences end, and the future completes once libuv has closed the
+    /// handle. Callable from any thread.
+    ///
+    /// ```swift
+    /// watcher.close()
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        let closed = PendingResult<Void>()
+        loop.inContext { [self] in
+            if isClosed {
+                closed.succeed(())
+            } else {
+                closeWaiters.append(closed)
+                beginClosing()
+            }
+        }
+        return closed.future()
+    }
+
+    private func beginClosing() {
+        guard isOpen else { return }
+        isOpen = false
+        let ending = continuations.withLock { continuations -> [AsyncStream<Change>.Continuation] in
+            defer { continuations = nil }
+            return continuations.map { Array($0.values) } ?? []
+        }
+        for continuation in ending { continuation.finish() }
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+            Owner.release(handle?.pointee.data, as: PathWatcher.self).didClose()
+        }
+        loop.libuvStateDidChange()
+    }
+
+    private func didClose() {
+        isClosed = true
+        handle.deallocate()
+        handler = nil
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.succeed(()) }
+    }
+}

@@ -1,0 +1,136 @@
+import Flow
+import FlowNet
+
+/// What ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:on:)`` collected.
+public struct ProcessOutput: Sendable, Hashable {
+    /// How the process ended.
+    public let termination: ChildProcess.Termination
+    /// Everything it wrote to its standard output.
+    public let standardOutput: [UInt8]
+    /// Everything it wrote to its standard error.
+    public let standardError: [UInt8]
+
+    /// The standard output as UTF-8 text.
+    public var outputText: String { String(decoding: standardOutput, as: UTF8.self) }
+    /// The standard error as UTF-8 text.
+    public var errorText: String { String(decoding: standardError, as: UTF8.self) }
+}
+
+/// Why ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:on:)`` gave up.
+public enum ChildProcessError: Error, Hashable, CustomStringConvertible {
+    /// The process wrote more than the limit to its standard output and error together; it was killed.
+    case outputLimitExceeded(limit: Int)
+
+    /// A sentence saying what went wrong.
+    public var description: String {
+        switch self {
+        case .outputLimitExceeded(let limit):
+            return "the process wrote more than \(limit) bytes of output; it was killed"
+        }
+    }
+}
+
+extension ChildProcess {
+    /// Runs a command to its end and collects what it wrote. Callable from any thread.
+    ///
+    /// ```swift
+    /// ChildProcess.run("uname", arguments: ["-s"]).onValue { output in
+    ///     print(output.outputText)   // Linux
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - input: bytes written to the command's standard input, which is then closed; with `nil` it
+    ///     reads nothing (`/dev/null`).
+    ///   - outputLimit: the most bytes kept from standard output and error together; a command writing
+    ///     more is killed and the future fails with ``ChildProcessError/outputLimitExceeded(limit:)``.
+    /// - Returns: the output and how the command ended (a failing exit code is not an error here: see
+    ///   ``Termination/isSuccess``). Fails with the spawn's error, such as `ENOENT: no such file or
+    ///   directory`. Cancelling it kills the command.
+    public static func run(
+        _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
+        workingDirectory: String? = nil, input: [UInt8]? = nil, outputLimit: Int = 16 * 1024 * 1024,
+        on loop: EventLoop = .main
+    ) -> Future<ProcessOutput> {
+        Future(on: loop.scheduler) { completion in
+            let child = try ChildProcess.spawn(
+                executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+                standardInput: input == nil ? .ignore : .pipe, standardOutput: .pipe, standardError: .pipe, on: loop)
+            let collector = OutputCollector(child: child, limit: outputLimit, completion: completion)
+            if let input, let standardInput = child.standardInput {
+                standardInput.write(input).always(on: .none) { standardInput.close() }
+            }
+            collector.start()
+            return Disposer { loop.inContext { collector.cancel() } }
+        }
+    }
+}
+
+/// Reads a child's output and error to their ends, then reports with its termination.
+private final class OutputCollector: @unchecked Sendable {
+    // @unchecked Sendable: every `var` is used only on the child's loop (the read handlers, `start`,
+    // and `cancel`, which the disposer runs there).
+    private let child: ChildProcess
+    private let limit: Int
+    private let completion: @Sendable (Result<ProcessOutput>) -> Void
+    private var output: [UInt8] = []
+    private var error: [UInt8] = []
+    private var openStreams = 2
+    private var failure: Error?
+    private var isFinished = false
+
+    init(child: ChildProcess, limit: Int, completion: @escaping @Sendable (Result<ProcessOutput>) -> Void) {
+        self.child = child
+        self.limit = limit
+        self.completion = completion
+    }
+
+    func start() {
+        collect(child.standardOutput!) { [self] bytes in output += bytes }
+        collect(child.standardError!) { [self] bytes in error += bytes }
+    }
+
+    private func collect(_ stream: PipeConnection, into append: @escaping (UnsafeRawBufferPointer) -> Void) {
+        stream.onRead { [self] event in
+            switch event {
+            case .bytes(let bytes):
+                if output.count + error.count + bytes.count > limit {
+                    if failure == nil {
+                        failure = ChildProcessError.outputLimitExceeded(limit: limit)
+                        child.kill(.kill)
+                    }
+                    stream.close()
+                    streamEnded()
+                } else {
+                    append(bytes)
+                }
+            case .endOfStream, .failed:
+                stream.close()
+                streamEnded()
+            }
+        }
+    }
+
+    private func streamEnded() {
+        openStreams -= 1
+        guard openStreams == 0 else { return }
+        child.exit.onValue(on: .none) { [self] termination in
+            finish(termination)
+        }
+    }
+
+    private func finish(_ termination: ChildProcess.Termination) {
+        guard !isFinished else { return }
+        isFinished = true
+        if let failure {
+            completion(.failure(failure))
+        } else {
+            completion(.success(ProcessOutput(termination: termination, standardOutput: output, standardError: error)))
+        }
+    }
+
+    func cancel() {
+        guard !isFinished else { return }
+        child.kill(.kill)
+    }
+}

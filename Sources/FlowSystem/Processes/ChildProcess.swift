@@ -1,0 +1,242 @@
+import CLibUV
+import Flow
+import FlowNet
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with libuv's `uv_spawn`: its standard streams as connections, its exit as
+/// a future, and ``kill(_:)``.
+///
+/// ```swift
+/// let child = try ChildProcess.spawn("ls", arguments: ["-l"], standardOutput: .pipe, on: .main)
+/// child.standardOutput!.onRead { event in
+///     if case .bytes(let bytes) = event { print(String(decoding: bytes, as: UTF8.self), terminator: "") }
+///     else { child.standardOutput!.close() }
+/// }
+/// child.exit.onValue { termination in print("ls ended: \(termination)") }   // ls ended: exit code 0
+/// ```
+///
+/// For a command whose output you want whole, ``run(_:arguments:environment:workingDirectory:input:outputLimit:on:)``
+/// is shorter. The process handle is closed once the child has exited, and ``exit`` completes then; the
+/// pipes asked for with ``StandardStream/pipe`` are yours to close.
+///
+/// libuv learns of a child's exit through `SIGCHLD`; spawning unblocks it on the loop's thread, which a
+/// process started from a Dispatch thread would otherwise inherit blocked.
+public final class ChildProcess: @unchecked Sendable {
+    // @unchecked Sendable: `handle` and `hasExited` are used only in the loop's context (`spawn` asserts
+    // it, `kill` hops there); the rest is immutable.
+
+    /// What a child's standard input, output or error is connected to.
+    public enum StandardStream: Sendable, Hashable {
+        /// The parent's own stream (the default).
+        case inherit
+        /// Nothing: `/dev/null`.
+        case ignore
+        /// A new pipe, readable (output, error) or writable (input) by the parent through a
+        /// ``PipeConnection``.
+        case pipe
+    }
+
+    /// How a child ended: its exit code, or the signal that ended it.
+    public struct Termination: Sendable, Hashable, CustomStringConvertible {
+        /// The exit code; 0 when a signal ended the process.
+        public let exitCode: Int
+        /// The signal that ended the process, if one did.
+        public let signal: ProcessSignal?
+
+        /// Whether the process exited by itself with code 0.
+        public var isSuccess: Bool { exitCode == 0 && signal == nil }
+
+        /// Makes a termination, for tests and examples.
+        public init(exitCode: Int, signal: ProcessSignal?) {
+            self.exitCode = exitCode
+            self.signal = signal
+        }
+
+        /// `exit code 3` or `killed by SIGKILL`.
+        public var description: String {
+            signal.map { "killed by \($0)" } ?? "exit code \(exitCode)"
+        }
+    }
+
+    /// The loop the child is watched from.
+    public let loop: EventLoop
+    /// The child's process identifier.
+    public let processIdentifier: Int32
+    /// The writing end of the child's standard input, when spawned with ``StandardStream/pipe``.
+    public let standardInput: PipeConnection?
+    /// The reading end of the child's standard output, when spawned with ``StandardStream/pipe``.
+    public let standardOutput: PipeConnection?
+    /// The reading end of the child's standard error, when spawned with ``StandardStream/pipe``.
+    public let standardError: PipeConnection?
+    /// Completes once the child has exited (and libuv has closed its handle), with its exit code or
+    /// the signal that ended it.
+    ///
+    /// ```swift
+    /// child.exit.onValue { termination in if !termination.isSuccess { print("failed: \(termination)") } }
+    /// ```
+    public let exit: Future<Termination>
+
+    private let handle: UnsafeMutablePointer<uv_process_t>
+    private let exited = PendingResult<Termination>()
+    private var termination: Termination?
+
+    private init(
+        loop: EventLoop, handle: UnsafeMutablePointer<uv_process_t>,
+        pipes: (PipeConnection?, PipeConnection?, PipeConnection?)
+    ) {
+        self.loop = loop
+        self.handle = handle
+        processIdentifier = handle.pointee.pid
+        (standardInput, standardOutput, standardError) = pipes
+        exit = exited.future()
+    }
+
+    /// Starts `executable` with `arguments`. Loop context only.
+    ///
+    /// ```swift
+    /// let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "echo hi"], standardOutput: .pipe)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executable: a path, or a name looked up in `PATH` as a shell would.
+    ///   - arguments: the arguments after the program's name.
+    ///   - environment: the child's whole environment; `nil` (the default) passes this process's.
+    ///   - workingDirectory: the child's current directory; `nil` keeps this process's.
+    ///   - standardInput: what the child reads; ``StandardStream/pipe`` makes ``standardInput``.
+    ///   - standardOutput: where the child writes; ``StandardStream/pipe`` makes ``standardOutput``.
+    ///   - standardError: where the child's errors go; ``StandardStream/pipe`` makes ``standardError``.
+    /// - Throws: libuv's error, such as `ENOENT: no such file or directory` for an executable or a
+    ///   working directory that does not exist, `EACCES: permission denied` for a file that may not be
+    ///   run. Nothing is left open then.
+    public static func spawn(
+        _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
+        workingDirectory: String? = nil, standardInput: StandardStream = .inherit,
+        standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
+        on loop: EventLoop = .main
+    ) throws(EventLoopError) -> ChildProcess {
+        loop.assertInLoopContext("ChildProcess.spawn")
+        // libuv learns of the child's exit through SIGCHLD, delivered to the loop's thread.
+        SignalMask.unblock(SIGCHLD)
+        let streams = [standardInput, standardOutput, standardError]
+        var pipes: [PipeConnection?] = []
+        do {
+            for stream in streams {
+                pipes.append(stream == .pipe ? try PipeConnection(loop: loop) : nil)
+            }
+        } catch {
+            for pipe in pipes { pipe?.close() }
+            throw error
+        }
+        var stdio = (0..<3).map { index -> uv_stdio_container_t in
+            var container = uv_stdio_container_t()
+            switch streams[index] {
+            case .inherit:
+                container.flags = UV_INHERIT_FD
+                container.data.fd = Int32(index)
+            case .ignore:
+                container.flags = UV_IGNORE
+            case .pipe:
+                // Readable and writable from the child's side.
+                let direction = index == 0 ? UV_READABLE_PIPE.rawValue : UV_WRITABLE_PIPE.rawValue
+                container.flags = uv_stdio_flags(UV_CREATE_PIPE.rawValue | direction)
+                container.data.stream = pipes[index]!.handle
+            }
+            return container
+        }
+        let argv = CStringArray([executable] + arguments)
+        let environ = environment.map { CStringArray($0.map { "\($0.key)=\($0.value)" }) }
+        let handle = UnsafeMutablePointer<uv_process_t>.allocate(capacity: 1)
+        let status = stdio.withUnsafeMutableBufferPointer { stdio in
+            var options = uv_process_options_t()
+            options.exit_cb = { handle, status, signal in
+                Owner.borrow(handle?.pointee.data, as: ChildProcess.self).didExit(status: status, signal: signal)
+            }
+            options.stdio_count = 3
+            options.stdio = stdio.baseAddress
+            return executable.withCString { file in
+                options.file = file
+                options.args = argv.pointer
+                options.env = environ?.pointer
+                if let workingDirectory {
+                    return workingDirectory.withCString { directory in
+                        options.cwd = directory
+                        return uv_spawn(loop.unsafeLoopPointer, handle, &options)
+                    }
+                }
+                return uv_spawn(loop.unsafeLoopPointer, handle, &options)
+            }
+        }
+        // The strings must outlive the call (libuv copies nothing before the fork).
+        withExtendedLifetime(argv) {}
+        withExtendedLifetime(environ) {}
+        guard status == 0 else {
+            // libuv registered the handle even though the spawn failed: it must be closed.
+            uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+                handle?.deallocate()
+            }
+            for pipe in pipes { pipe?.close() }
+            loop.libuvStateDidChange()
+            throw EventLoop.error(status)
+        }
+        let child = ChildProcess(loop: loop, handle: handle, pipes: (pipes[0], pipes[1], pipes[2]))
+        handle.pointee.data = Owner.retain(child)
+        loop.libuvStateDidChange()
+        return child
+    }
+
+    private func didExit(status: Int64, signal: Int32) {
+        termination = Termination(exitCode: Int(status), signal: signal == 0 ? nil : ProcessSignal(rawValue: signal))
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+            let child = Owner.release(handle?.pointee.data, as: ChildProcess.self)
+            handle?.deallocate()
+            child.exited.succeed(child.termination!)
+        }
+    }
+
+    /// Sends `signal` to the child (`SIGTERM` by default). Fails with `ESRCH: no such process` once the
+    /// child has exited. Callable from any thread.
+    ///
+    /// ```swift
+    /// child.kill()                                                   // SIGTERM: please stop
+    /// child.exit.timeout(after: 5).onError { _ in child.kill(.kill) } // then insist
+    /// ```
+    @discardableResult
+    public func kill(_ signal: ProcessSignal = .terminate) -> Future<Void> {
+        let sent = PendingResult<Void>()
+        loop.inContext { [self] in
+            guard termination == nil, !exited.isCompleted else {
+                sent.fail(EventLoop.error(UV_ESRCH.rawValue))
+                return
+            }
+            let status = uv_process_kill(handle, signal.rawValue)
+            if status == 0 { sent.succeed(()) } else { sent.fail(EventLoop.error(status)) }
+        }
+        return sent.future()
+    }
+}
+
+extension ChildProcess: CustomStringConvertible {
+    /// `ChildProcess(<pid>)`.
+    public var description: String { "ChildProcess(\(processIdentifier))" }
+}
+
+/// A NULL-terminated array of C strings, freed with the value: `argv` and `envp` for `uv_spawn`.
+final class CStringArray {
+    let pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+    private let count: Int
+
+    init(_ strings: [String]) {
+        count = strings.count
+        pointer = .allocate(capacity: strings.count + 1)
+        for (index, string) in strings.enumerated() { pointer[index] = strdup(string) }
+        pointer[strings.count] = nil
+    }
+
+    deinit {
+        for index in 0..<count { free(pointer[index]) }
+        pointer.deallocate()
+    }
+}

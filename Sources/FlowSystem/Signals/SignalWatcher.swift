@@ -1,0 +1,256 @@
+import CLibUV
+import Flow
+import FlowNet
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Watches operating-system signals (`SIGTERM`, `SIGINT`, `SIGHUP`, ...) on an ``EventLoop`` through
+/// libuv's `uv_signal`: each delivery is handed to a handler on the loop and to every ``signals``
+/// sequence. While a watcher is open the process no longer takes the signal's default action (for
+/// `SIGTERM`, ending the process): the program decides.
+///
+/// ```swift
+/// let watcher = SignalWatcher.watch([.terminate, .interrupt], on: .main) { signal in
+///     print("\(signal): stopping")
+///     listener.close()
+/// }
+/// ```
+///
+/// The signals watched are unblocked on the loop's thread: a process started from a Dispatch thread
+/// inherits a mask that blocks them, and would otherwise never see them.
+///
+/// For the first signal only, ``first(of:keepsLoopAlive:on:)`` gives a future.
+///
+/// A watcher stays open until ``close()``. By default it keeps its loop running (``EventLoop/run()``
+/// does not return while a watcher is open); with `keepsLoopAlive: false` it does not, which suits a
+/// server whose loop should end once its listeners and connections are closed.
+///
+/// Close watchers before ``EventLoop/close()``: closing the loop closes their libuv handles without
+/// telling them. ``close()`` then fails with ``EventLoopError/closed``, ends their ``signals``
+/// sequences and frees what the handles held.
+public final class SignalWatcher: @unchecked Sendable {
+    // @unchecked Sendable: `handles`, `handler` and `isOpen` are used only in the loop's context
+    // (`watch` asserts it, `close()` hops there); `sequences` is guarded by its mutex.
+
+    /// The loop the signals are delivered on.
+    public let loop: EventLoop
+    /// The signals watched.
+    public let watchedSignals: [ProcessSignal]
+
+    private var handles: [UnsafeMutablePointer<uv_signal_t>] = []
+    private var openHandleCount = 0
+    private var handler: ((ProcessSignal) -> Void)?
+    private var isOpen = true
+    private var closeWaiters: [PendingResult<Void>] = []
+    private let sequences = Synchronization.Mutex<SequenceState>(SequenceState())
+
+    private struct SequenceState {
+        var continuations: [Int: AsyncStream<ProcessSignal>.Continuation] = [:]
+        var nextIdentifier = 0
+        var isFinished = false
+    }
+
+    private init(loop: EventLoop, signals: [ProcessSignal], handler: ((ProcessSignal) -> Void)?) {
+        self.loop = loop
+        watchedSignals = signals
+        self.handler = handler
+    }
+
+    /// Starts watching `signals` on `loop`, calling `handler` on the loop with each one received.
+    /// Loop context only.
+    ///
+    /// ```swift
+    /// let reloads = try SignalWatcher.watch([.hangUp]) { _ in reloadConfiguration() }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - signals: the signals to watch; `SIGKILL` and `SIGSTOP` cannot be watched.
+    ///   - keepsLoopAlive: whether the open watcher keeps ``EventLoop/run()`` from returning.
+    ///   - handler: called on the loop with each signal received; dropped when the watcher closes.
+    /// - Throws: libuv's error, `EINVAL: invalid argument` for a signal that cannot be watched.
+    public static func watch(
+        _ signals: [ProcessSignal], keepsLoopAlive: Bool = true, on loop: EventLoop = .main,
+        handler: ((ProcessSignal) -> Void)? = nil
+    ) throws(EventLoopError) -> SignalWatcher {
+        loop.assertInLoopContext("SignalWatcher.watch")
+        let watcher = SignalWatcher(loop: loop, signals: signals, handler: handler)
+        for signal in signals {
+            let handle = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
+            let status = uv_signal_init(loop.unsafeLoopPointer, handle)
+            guard status == 0 else {
+                handle.deallocate()
+                watcher.beginClosing()
+                throw EventLoop.error(status)
+            }
+            handle.pointee.data = Owner.retain(watcher)
+            watcher.handles.append(handle)
+            watcher.openHandleCount += 1
+            let started = uv_signal_start(handle, { handle, number in
+                Owner.borrow(handle?.pointee.data, as: SignalWatcher.self).deliver(ProcessSignal(rawValue: number))
+            }, signal.rawValue)
+            guard started == 0 else {
+                watcher.beginClosing()
+                throw EventLoop.error(started)
+            }
+            SignalMask.unblock(signal.rawValue)
+            if !keepsLoopAlive {
+                uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
+            }
+        }
+        loop.libuvStateDidChange()
+        return watcher
+    }
+
+    /// A future of the first of `signals` received; the watching stops then. Cancelling the future
+    /// stops it too. Callable from any thread.
+    ///
+    /// ```swift
+    /// let stop = SignalWatcher.first(of: [.terminate, .interrupt])
+    /// let signal = try EventLoop.main.run(until: stop)
+    /// print("stopping on \(signal)")
+    /// ```
+    ///
+    /// Fails with libuv's error if the signals cannot be watched.
+    public static func first(
+        of signals: [ProcessSignal], keepsLoopAlive: Bool = true, on loop: EventLoop = .main
+    ) -> Future<ProcessSignal> {
+        let received = PendingResult<ProcessSignal>()
+        let watcherBox = Synchronization.Mutex<SignalWatcher?>(nil)
+        loop.inContext {
+            guard !received.isCompleted else { return }
+            do {
+                let watcher = try SignalWatcher.watch(signals, keepsLoopAlive: keepsLoopAlive, on: loop) { signal in
+                    received.succeed(signal)
+                    watcherBox.withLock { $0 }?.close()
+                }
+                watcherBox.withLock { $0 = watcher }
+            } catch {
+                received.fail(error)
+            }
+        }
+        return received.future(onCancel: { watcherBox.withLock { $0 }?.close() })
+    }
+
+    /// The signals received from now on, as an `AsyncSequence` that ends when the watcher closes.
+    /// Each use of the property starts a new sequence; a consumer that falls behind loses the oldest
+    /// of more than 64 waiting signals. Callable from any thread.
+    ///
+    /// ```swift
+    /// for await signal in watcher.signals {
+    ///     print("received \(signal)")
+    /// }
+    /// ```
+    public var signals: AsyncStream<ProcessSignal> {
+        let (stream, continuation) = AsyncStream<ProcessSignal>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let identifier = sequences.withLock { state -> Int? in
+            guard !state.isFinished else { return nil }
+            let identifier = state.nextIdentifier
+            state.nextIdentifier += 1
+            state.continuations[identifier] = continuation
+            return identifier
+        }
+        if let identifier {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.sequences.withLock { $0.continuations.removeValue(forKey: identifier) }
+            }
+        } else {
+            continuation.finish()
+        }
+        return stream
+    }
+
+    private func deliver(_ signal: ProcessSignal) {
+        guard isOpen else { return }
+        handler?(signal)
+        let continuations = sequences.withLock { Array($0.continuations.values) }
+        for continuation in continuations { continuation.yield(signal) }
+    }
+
+    /// Stops watching: the process takes the signals' default actions again, the ``signals``
+    /// sequences end, and the future completes once libuv has closed the handles. Closing twice is
+    /// harmless. Callable from any thread; on a loop that was closed, fails with
+    /// ``EventLoopError/closed``.
+    ///
+    /// ```swift
+    /// watcher.close().onValue { print("signals restored") }
+    /// ```
+    @discardableResult
+    public func close() -> Future<Void> {
+        let closed = PendingResult<Void>()
+        let run: @Sendable () -> Void = { [self] in
+            if isOpen {
+                closeWaiters.append(closed)
+                beginClosing()
+            } else if openHandleCount == 0 {
+                closed.succeed(())
+            } else {
+                closeWaiters.append(closed)
+            }
+        }
+        if loop.isInLoopContext {
+            run()
+        } else {
+            do {
+                try loop.submit(run)
+            } catch {
+                finishSequences()
+                releaseHandlesOfClosedLoop()
+                closed.fail(error)
+            }
+        }
+        return closed.future()
+    }
+
+    private func beginClosing() {
+        guard isOpen else { return }
+        isOpen = false
+        finishSequences()
+        if openHandleCount == 0 { didClose() }
+        for handle in handles {
+            uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+                let watcher = Owner.release(handle?.pointee.data, as: SignalWatcher.self)
+                handle?.deallocate()
+                watcher.openHandleCount -= 1
+                if watcher.openHandleCount == 0 { watcher.didClose() }
+            }
+        }
+        handles = []
+        loop.libuvStateDidChange()
+    }
+
+    /// Frees the handles of a watcher whose loop was closed first. Closing the loop closed them without
+    /// telling this watcher; libuv holds no pointer to them any more, so their memory and the
+    /// references they held on the watcher are given back here. Runs once: the loop runs nothing now.
+    private func releaseHandlesOfClosedLoop() {
+        guard loop.isClosed else { return }
+        let orphans = handles
+        handles = []
+        isOpen = false
+        for handle in orphans {
+            _ = Owner.release(handle.pointee.data, as: SignalWatcher.self)
+            handle.deallocate()
+        }
+        openHandleCount = 0
+        handler = nil
+    }
+
+    private func finishSequences() {
+        let continuations = sequences.withLock { state in
+            state.isFinished = true
+            let continuations = Array(state.continuations.values)
+            state.continuations = [:]
+            return continuations
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    private func didClose() {
+        handler = nil
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.succeed(()) }
+    }
+}

@@ -1,0 +1,84 @@
+import CLibUV
+import Flow
+import FlowNet
+
+/// The process's standard input, output and error as streams on the loop, so that a line-protocol
+/// program reads and writes without blocking it: a terminal (`uv_tty_t`) or a pipe or socket
+/// (`uv_pipe_t`), as libuv finds them.
+///
+/// ```swift
+/// let input = try StandardStreams.input(on: .main)
+/// let output = try StandardStreams.output(on: .main)
+/// input.onRead { event in
+///     if case .bytes(let bytes) = event { output.send(copying: bytes) } else { input.close(); output.close() }
+/// }
+/// try EventLoop.main.run()   // cat, on the loop
+/// ```
+///
+/// libuv puts the descriptor in non-blocking mode, which other processes sharing it (a shell's
+/// terminal) see too; close the stream before the program ends to hand it back as it was found.
+public enum StandardStreams {
+    /// Standard input (descriptor 0) as a stream to read. Loop context only.
+    ///
+    /// ```swift
+    /// let input = try StandardStreams.input()
+    /// ```
+    ///
+    /// - Throws: ``StandardStreamError/notAStream(descriptor:)`` when it is a regular file (read that
+    ///   with ``FileSystem``), or libuv's error.
+    public static func input(on loop: EventLoop = .main) throws -> StreamConnection {
+        try open(descriptor: 0, on: loop)
+    }
+
+    /// Standard output (descriptor 1) as a stream to write. Loop context only.
+    ///
+    /// ```swift
+    /// try StandardStreams.output().write("ready\n")
+    /// ```
+    public static func output(on loop: EventLoop = .main) throws -> StreamConnection {
+        try open(descriptor: 1, on: loop)
+    }
+
+    /// Standard error (descriptor 2) as a stream to write. Loop context only.
+    ///
+    /// ```swift
+    /// try StandardStreams.error().write("warning: cache cold\n")
+    /// ```
+    public static func error(on loop: EventLoop = .main) throws -> StreamConnection {
+        try open(descriptor: 2, on: loop)
+    }
+
+    /// Any inherited descriptor as a stream, by what libuv finds it to be. The stream owns the
+    /// descriptor from then on. Loop context only.
+    ///
+    /// ```swift
+    /// let extra = try StandardStreams.open(descriptor: 3)   // a pipe a parent passed as fd 3
+    /// ```
+    public static func open(descriptor: Int32, on loop: EventLoop = .main) throws -> StreamConnection {
+        loop.assertInLoopContext("StandardStreams.open")
+        switch uv_guess_handle(descriptor) {
+        case UV_TTY:
+            return try TerminalConnection(descriptor: descriptor, on: loop)
+        case UV_NAMED_PIPE, UV_TCP, UV_UDP:
+            return try PipeConnection.open(fileDescriptor: descriptor, on: loop)
+        case UV_FILE:
+            throw StandardStreamError.notAStream(descriptor: descriptor)
+        default:
+            throw EventLoop.error(UV_EBADF.rawValue)
+        }
+    }
+}
+
+/// Why ``StandardStreams`` could not make a stream.
+public enum StandardStreamError: Error, Hashable, CustomStringConvertible {
+    /// The descriptor is a regular file, which has no stream to watch: read it with ``FileSystem``.
+    case notAStream(descriptor: Int32)
+
+    /// A sentence saying what went wrong.
+    public var description: String {
+        switch self {
+        case .notAStream(let descriptor):
+            return "descriptor \(descriptor) is a regular file, not a stream: read it with FileSystem"
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Flow
+import FlowNet
+import Testing
+
+@Suite("UDP")
+struct UDPTests {
+    @Test func aDatagramSentToAnEchoSocketComesBackWithItsSender() throws {
+        let received = Shared<Datagram?>(nil)
+        let addresses = Shared<(SocketAddress?, SocketAddress?)>((nil, nil))
+        try runLoopCheckingHandles { loop in
+            let server = try! UDPSocket.bind(host: "127.0.0.1", port: 0, on: loop)
+            server.onReceive { datagram in server.send(datagram.bytes, to: datagram.sender) }
+            let client = try! UDPSocket.bind(on: loop)
+            addresses.value = (server.localAddress, client.localAddress)
+            client.onReceive { datagram in
+                received.value = datagram
+                client.close()
+                server.close()
+            }
+            client.send(Array("ping".utf8), to: server.localAddress)
+        }
+        let datagram = try #require(received.value)
+        #expect(datagram.bytes == Array("ping".utf8))
+        #expect(datagram.sender == addresses.value.0)
+        #expect(!datagram.isTruncated)
+        #expect(addresses.value.1?.port ?? 0 > 0)
+    }
+
+    @Test func ipv6DatagramsAndAConnectedSocket() throws {
+        guard hasIPv6Loopback else { return }
+        let received = Shared<[String]>([])
+        let peer = Shared<SocketAddress?>(nil)
+        try runLoopCheckingHandles { loop in
+            let server = try! UDPSocket.bind(host: "::1", port: 0, on: loop)
+            let client = try! UDPSocket.bind(host: "::1", port: 0, on: loop)
+            try! client.connect(to: server.localAddress)
+            peer.value = client.remoteAddress
+            server.onReceive { datagram in
+                received.mutate { $0.append(String(decoding: datagram.bytes, as: UTF8.self)) }
+                #expect(datagram.sender.isIPv6)
+                if received.value.count == 2 {
+                    client.close()
+                    server.close()
+                }
+            }
+            client.send(Array("one".utf8)).flatMap { client.send(Array("two".utf8)) }
+        }
+        #expect(received.value == ["one", "two"])
+        #expect(peer.value?.host == "::1")
+    }
+
+    @Test func datagramsAreAnAsyncSequenceThatEndsOnClose() async throws {
+        let loop = EventLoop.startOnNewThread(name: "udp.async")
+        defer { loop.shutdown() }
+        let socket = try loop.scheduler.sync { try UDPSocket.bind(on: loop) }
+        var iterator = socket.datagrams.makeAsyncIterator()
+        let sender = try loop.scheduler.sync { try UDPSocket.bind(on: loop) }
+        try await sender.send(Array("hello".utf8), to: socket.localAddress).get()
+        #expect(await iterator.next()?.bytes == Array("hello".utf8))
+        try await socket.close().get()
+        try await sender.close().get()
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func aDatagramLargerThanUDPCarriesFailsWithEMSGSIZEAndTheSocketStaysUsable() throws {
+        let errors = Shared<[String]>([])
+        let port = Shared(0)
+        try runLoopCheckingHandles { loop in
+            let socket = try! UDPSocket.bind(on: loop)
+            port.value = socket.localAddress.port
+            socket.onReceive { datagram in
+                errors.mutate { $0.append("received \(datagram.bytes.count)") }
+                socket.close()
+            }
+            socket.send([UInt8](repeating: 7, count: 70_000), to: socket.localAddress)
+                .onError { error in errors.mutate { $0.append("\(error)") } }
+                .always { socket.send([1, 2, 3], to: socket.localAddress) }
+        }
+        #expect(errors.value == ["EMSGSIZE: message too long", "received 3"])
+        #expect(openSocketCount(boundToPort: port.value) == 0)
+    }
+
+    @Test func bindingAPortInUseBroadcastAndMulticastOptionsReportClearly() throws {
+        let outcomes = Shared<[String]>([])
+        try runLoopCheckingHandles { loop in
+            let socket = try! UDPSocket.bind(on: loop)
+            do {
+                _ = try UDPSocket.bind(host: "127.0.0.1", port: socket.localAddress.port, on: loop)
+            } catch {
+                outcomes.mutate { $0.append("\(error)") }
+            }
+            do {
+                try socket.setBroadcast(true)
+                outcomes.mutate { $0.append("broadcast on") }
+                try socket.joinMulticastGroup("127.0.0.1")
+            } catch {
+                outcomes.mutate { $0.append("\(error)") }
+            }
+            socket.close()
+        }
+        #expect(outcomes.value == ["EADDRINUSE: address already in use", "broadcast on", "EINVAL: invalid argument"])
+    }
+
+    @Test func aMulticastGroupJoinedOnLoopbackReceivesWhatIsSentToIt() throws {
+        let received = Shared<[UInt8]?>(nil)
+        let joinError = Shared<String?>(nil)
+        try runLoopCheckingHandles { loop in
+            let receiver = try! UDPSocket.bind(host: "0.0.0.0", port: 0, reuseAddress: true, on: loop)
+            let sender = try! UDPSocket.bind(on: loop)
+            do {
+                try receiver.joinMulticastGroup("239.255.42.99", interface: "127.0.0.1")
+            } catch {
+                // No multicast on this machine's loopback: the error is the finding.
+                joinError.value = "\(error)"
+                receiver.close()
+                sender.close()
+                return
+            }
+            receiver.onReceive { datagram in
+                received.value = datagram.bytes
+                try? receiver.leaveMulticastGroup("239.255.42.99", interface: "127.0.0.1")
+                receiver.close()
+                sender.close()
+            }
+            let group = try! SocketAddress(host: "239.255.42.99", port: receiver.localAddress.port)
+            sender.send([9, 9], to: group).onError { error in
+                joinError.value = "\(error)"
+                receiver.close()
+                sender.close()
+            }
+        }
+        if let joinError = joinError.value {
+            // A machine without a multicast route on loopback says so clearly.
+            #expect(joinError.contains(":"))
+        } else {
+            #expect(received.value == [9, 9])
+        }
+    }
+}

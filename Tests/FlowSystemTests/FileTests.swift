@@ -1,0 +1,206 @@
+import Flow
+import FlowSystem
+import Foundation
+import Testing
+
+@Suite("Files")
+struct FileTests {
+    @Test func writeFileThenReadFileGivesTheBytesBackAndLeavesNoTemporaryFile() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("data.bin")
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let read = Shared<Result<[UInt8]>?>(nil)
+        let entries = Shared<[FileSystem.DirectoryEntry]>([])
+        try runLoop { loop in
+            FileSystem.writeFile(at: path, contents: [1, 2, 3], on: loop)
+                .flatMap { FileSystem.writeFile(at: path, contents: bytes, on: loop) }   // replaces
+                .flatMap { FileSystem.readFile(at: path, on: loop) }
+                .onResult { read.value = $0 }
+                .flatMap { _ in FileSystem.contentsOfDirectory(at: folder.path, on: loop) }
+                .onValue { entries.value = $0 }
+        }
+        #expect(try #require(read.value).get() == bytes)
+        #expect(entries.value.map(\.name) == ["data.bin"], "the temporary file was renamed away")
+        #expect(entries.value.first?.isRegularFile == true)
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
+    @Test func openWriteSyncStatReadAtOffsetAndClose() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("log.txt")
+        let found = Shared<(FileStatus?, [UInt8]?, [UInt8]?)>((nil, nil, nil))
+        try runLoop { loop in
+            FileSystem.open(path, .write, permissions: 0o600, on: loop)
+                .flatMap { file in
+                    file.write(Array("hello, ".utf8)).flatMap { file.write(Array("world".utf8)) }
+                        .flatMap { file.synchronize() }
+                        .flatMap { file.status() }
+                        .always { file.close() }
+                }
+                .onValue { status in found.mutate { $0.0 = status } }
+                .flatMap { _ in FileSystem.open(path, on: loop) }
+                .flatMap { file in
+                    file.read(upTo: 5, at: 7).flatMap { word in
+                        file.read(upTo: 100).map { (word, $0) }
+                    }.always { file.close() }
+                }
+                .onValue { word, all in found.mutate { $0.1 = word; $0.2 = all } }
+        }
+        let (status, word, all) = found.value
+        #expect(status?.size == 12)
+        #expect(status?.permissions == 0o600)
+        #expect(status?.isRegularFile == true)
+        #expect(word == Array("world".utf8))
+        #expect(all == Array("hello, world".utf8), "a read at an offset does not move the position")
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
+    @Test func missingPathsAndForbiddenOperationsFailWithLibuvsErrors() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let errors = Shared<[String: String]>([:])
+        try runLoop { loop in
+            func record<T>(_ name: String, _ future: Future<T>) {
+                future.onError { error in errors.mutate { $0[name] = "\(error)" } }
+            }
+            record("read", FileSystem.readFile(at: folder.file("missing"), on: loop))
+            record("stat", FileSystem.status(ofItemAt: folder.file("missing"), on: loop))
+            record("write a directory", FileSystem.open(folder.path, .write, on: loop))
+            record("mkdir existing", FileSystem.createDirectory(at: folder.path, on: loop))
+            record("mkdir missing parent", FileSystem.createDirectory(at: folder.file("a/b"), on: loop))
+            record("rename missing", FileSystem.rename(folder.file("missing"), to: folder.file("x"), on: loop))
+            record("unlink missing", FileSystem.removeFile(at: folder.file("missing"), on: loop))
+            record("list a file", FileSystem.writeFile(at: folder.file("f"), contents: [1], on: loop)
+                .flatMap { FileSystem.contentsOfDirectory(at: folder.file("f"), on: loop) })
+            record("too large", FileSystem.writeFile(at: folder.file("big"), contents: [UInt8](repeating: 1, count: 100), on: loop)
+                .flatMap { FileSystem.readFile(at: folder.file("big"), limit: 10, on: loop) })
+            record("exclusive", FileSystem.open(folder.file("f2"), .createNew, on: loop)
+                .flatMap { file in file.close().flatMap { FileSystem.open(folder.file("f2"), .createNew, on: loop) } })
+        }
+        #expect(errors.value == [
+            "read": "ENOENT: no such file or directory",
+            "stat": "ENOENT: no such file or directory",
+            "write a directory": "EISDIR: illegal operation on a directory",
+            "mkdir existing": "EEXIST: file already exists",
+            "mkdir missing parent": "ENOENT: no such file or directory",
+            "rename missing": "ENOENT: no such file or directory",
+            "unlink missing": "ENOENT: no such file or directory",
+            "list a file": "ENOTDIR: not a directory",
+            "too large": "EFBIG: file too large",
+            "exclusive": "EEXIST: file already exists",
+        ])
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
+    @Test func aFileRemovedWhileBeingReadIsReadToItsEnd() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("doomed")
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let loop = EventLoop.startOnNewThread(name: "files.removed")
+        defer { loop.shutdown() }
+        let file = try await FileSystem.open(path, on: loop).get()
+        var received: [UInt8] = []
+        var chunkCount = 0
+        for try await chunk in file.chunks(size: 16_384) {
+            if chunkCount == 0 { try await FileSystem.removeFile(at: path, on: loop).get() }
+            chunkCount += 1
+            received += chunk
+        }
+        try await file.close().get()
+        #expect(received == bytes, "an unlinked file stays readable through its open descriptor")
+        #expect(chunkCount == 13)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
+    @Test func thousandsOfConcurrentReadsAllSucceedAndCloseEveryDescriptor() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        for index in 0..<50 {
+            try Data("file \(index)".utf8).write(to: URL(fileURLWithPath: folder.file("\(index)")))
+        }
+        let matches = Shared(0)
+        try runLoop { loop in
+            for index in 0..<2_000 {
+                FileSystem.readFile(at: folder.file("\(index % 50)"), on: loop).onValue { bytes in
+                    if bytes == Array("file \(index % 50)".utf8) { matches.mutate { $0 += 1 } }
+                }
+            }
+        }
+        #expect(matches.value == 2_000)
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
+    @Test func aWatchedFolderReportsAFileCreatedInIt() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let names = Shared<Set<String>>([])
+        let watchMissing = Shared<String?>(nil)
+        try runLoop { loop in
+            do {
+                _ = try PathWatcher.watch(folder.file("missing"), on: loop)
+            } catch {
+                watchMissing.value = "\(error)"
+            }
+            let watcher = LoopState<PathWatcher?>(nil)
+            watcher.value = try! PathWatcher.watch(folder.path, on: loop) { change in
+                guard let name = change.name else { return }
+                names.mutate { _ = $0.insert(name) }
+                if name == "new.txt" { watcher.value?.close() }
+            }
+            FileSystem.writeFile(at: folder.file("new.txt"), contents: [42], on: loop)
+        }
+        #expect(names.value.contains("new.txt"))
+        #expect(watchMissing.value == "ENOENT: no such file or directory")
+    }
+}
+
+@Suite("Thread pool", .serialized)
+struct ThreadPoolTests {
+    @Test func blockingWorkRunsOffTheLoopAndItsResultArrivesOnTheLoop() throws {
+        let found = Shared<(Result<Int>?, Bool, Bool)>((nil, false, false))
+        try runLoop { loop in
+            ThreadPool.run(on: loop) { () -> Int in
+                found.mutate { $0.1 = loop.isInLoopContext }
+                return 6 * 7
+            }
+            .onResult(on: .none) { result in found.mutate { $0.0 = result; $0.2 = loop.isInLoopContext } }
+            ThreadPool.run(on: loop) { () throws -> Int in throw CocoaError(.featureUnsupported) }
+                .onError { error in #expect(error is CocoaError) }
+        }
+        #expect(try found.value.0?.get() == 42)
+        #expect(found.value.1 == false, "the work ran on a pool thread")
+        #expect(found.value.2 == true, "the result arrived on the loop")
+    }
+
+    @Test func cancellingWorkBeforeAThreadTakesItKeepsItFromRunning() throws {
+        // Occupy every pool thread, queue one more job, cancel it, then let the pool go.
+        let poolSize = Int(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "") ?? 4
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let ranAfterCancel = Shared(false)
+        try runLoop { loop in
+            let blockers = (0..<poolSize).map { _ in
+                ThreadPool.run(on: loop) {
+                    started.signal()
+                    release.wait()
+                }
+            }
+            let queued = ThreadPool.run(on: loop) { ranAfterCancel.value = true }
+            let observed = queued.onResult { _ in }
+            DispatchQueue.global().async {
+                for _ in 0..<poolSize { started.wait() }
+                loop.execute {
+                    observed.cancel()
+                    for _ in 0..<poolSize { release.signal() }
+                }
+            }
+            _ = blockers
+        }
+        #expect(ranAfterCancel.value == false)
+    }
+}
