@@ -119,7 +119,12 @@ let package = Package(
             path: "Examples/RetryJob"
         ),
         .executableTarget(
-            name: "Supervisor", dependencies: ["Flow", "FlowSystem", "FlowTimers"], path: "Examples/Supervisor"),
+            name: "Supervisor",
+            dependencies: [
+                "Flow", "FlowSystem", "FlowTimers", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/Supervisor"
+        ),
 
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
         .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),

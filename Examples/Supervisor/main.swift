@@ -5,7 +5,8 @@
 //     swift run Supervisor --max-attempts 5 --initial-delay 0.1 -- /bin/sh -c 'exit 1'
 //
 // Exit status: 0 when the command succeeded or was stopped by a signal passed on, 1 when the attempts
-// ran out, 2 for a command line it does not understand or a command that cannot be started.
+// ran out, 2 for a command that cannot be started, 64 for a command line it does not understand
+// (`--help` lists the options).
 
 import Flow
 import FlowSystem
@@ -14,13 +15,6 @@ import FlowTimers
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Reads `--name value` from the command line, before `--`.
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments.prefix { $0 != "--" }
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
 
 let started = EventLoop.uptimeNanoseconds
 
@@ -31,16 +25,11 @@ func log(_ message: String) {
     fflush(nil)
 }
 
-let command = Array(CommandLine.arguments.drop { $0 != "--" }.dropFirst())
-guard let executable = command.first,
-      let maxAttempts = Int(option("--max-attempts") ?? "5"), maxAttempts >= 1,
-      let initialDelay = Double(option("--initial-delay") ?? "0.5"),
-      let maximumDelay = Double(option("--maximum-delay") ?? "30")
-else {
-    print("usage: Supervisor [--max-attempts 5] [--initial-delay 0.5] [--maximum-delay 30] -- command [arguments...]")
-    exit(2)
-}
-let backoff = Backoff.exponential(initial: initialDelay, maximum: maximumDelay)
+let options = SupervisorOptions.parseOrExit()
+let command = options.command
+let executable = command[0]
+let maxAttempts = options.maxAttempts
+let backoff = Backoff.exponential(initial: options.initialDelay, maximum: options.maximumDelay)
 
 /// What the supervisor is doing, on the main loop.
 enum Phase {
@@ -101,6 +90,6 @@ let signals = try SignalWatcher.watch([.terminate, .interrupt], keepsLoopAlive: 
     }
 }
 
-log("supervising \(command.joined(separator: " ")): up to \(maxAttempts) attempts, backoff from \(initialDelay) s")
+log("supervising \(command.joined(separator: " ")): up to \(maxAttempts) attempts, backoff from \(options.initialDelay) s")
 startAttempt()
 try EventLoop.main.run()

@@ -23,6 +23,7 @@ struct ExampleCommandLineTests {
         ),
         ("RetryJob", ["--fail-first", "--max-retries", "--log-level"]),
         ("Tour", []),
+        ("Supervisor", ["--max-attempts", "--initial-delay", "--maximum-delay"]),
     ])
     func helpDescribesEveryOptionAndExitsZero(example: String, options: [String]) throws {
         let (text, status) = try help(of: example)
@@ -41,6 +42,8 @@ struct ExampleCommandLineTests {
         ("HTTPHello", ["--max-body", "-"]),
         ("RetryJob", ["--fail-first", "many"]),
         ("Tour", ["--bogus"]),
+        ("Supervisor", ["--max-attempts", "0", "--", "/bin/true"]),
+        ("Supervisor", []),
     ])
     func aBadValueIsAUsageErrorWithStatus64(example: String, arguments: [String]) throws {
         let program = try ExampleProcess(example, arguments: arguments)
