@@ -1,7 +1,7 @@
 import CLibUV
 import Flow
 
-/// A Unix domain socket listening at a path on an ``EventLoop``: hands each accepted
+/// A Unix domain socket listening at a path on an `EventLoop`: hands each accepted
 /// ``PipeConnection`` to a handler, as ``TCPListener`` does for TCP.
 ///
 /// ```swift
@@ -37,7 +37,9 @@ public final class PipeListener: @unchecked Sendable {
     /// ```
     ///
     /// - Parameters:
+    ///   - path: the socket's path in the file system.
     ///   - backlog: how many connections the kernel queues before the loop accepts them.
+    ///   - loop: the loop that accepts, and that the connections run on.
     ///   - onAccept: called on the loop with each new connection; the handler owns it and must close it.
     /// - Throws: libuv's error: `EADDRINUSE: address already in use` when a file is already at `path`,
     ///   `EACCES: permission denied` when its folder does not exist or may not be written (libuv reports

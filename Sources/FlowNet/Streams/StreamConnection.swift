@@ -1,7 +1,7 @@
 import CLibUV
 import Flow
 
-/// A byte stream on an ``EventLoop``: read, write with back-pressure, half-close, close. The connection
+/// A byte stream on an `EventLoop`: read, write with back-pressure, half-close, close. The connection
 /// type shared by ``TCPConnection`` (TCP), ``PipeConnection`` (Unix domain sockets and pipes) and the
 /// standard streams and pipes of FlowSystem's processes.
 ///

@@ -23,7 +23,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses a numeric IPv4 or IPv6 host.
     ///
-    /// - Throws: ``EventLoopError/libuv(code:name:message:)`` with `EINVAL` when `host` is not a
+    /// - Throws: `EventLoopError.libuv(code:name:message:)` with `EINVAL` when `host` is not a
     ///   numeric address or `port` is outside 0...65535.
     public init(host: String, port: Int) throws(EventLoopError) {
         guard (0...65535).contains(port) else { throw EventLoop.error(UV_EINVAL.rawValue) }

@@ -1,14 +1,14 @@
 import CLibUV
 import Flow
 
-/// A TCP connection on an ``EventLoop``: read, write with back-pressure, half-close, close (all of it
+/// A TCP connection on an `EventLoop`: read, write with back-pressure, half-close, close (all of it
 /// from ``StreamConnection``), plus its addresses.
 ///
 /// You get one from ``TCPListener`` (each accepted connection) or from
 /// ``connect(to:on:)`` / ``connect(host:port:attemptTimeout:on:)``. Reading comes in three shapes: a handler
-/// called with each chunk (``onRead(_:)``, the fast path), one future per chunk (``read()``), or an
-/// `AsyncSequence` (``chunks``). Writes return a future that completes once libuv has handed the bytes
-/// to the kernel (``write(_:)-(SharedBytes)``); ``isWritable`` and ``whenWritable()`` say when to slow
+/// called with each chunk (``StreamConnection/onRead(_:)``, the fast path), one future per chunk (``StreamConnection/read()``), or an
+/// `AsyncSequence` (``StreamConnection/chunks``). Writes return a future that completes once libuv has handed the bytes
+/// to the kernel (``StreamConnection/write(_:)-(SharedBytes)``); ``StreamConnection/isWritable`` and ``StreamConnection/whenWritable()`` say when to slow
 /// down.
 ///
 /// ```swift
@@ -20,9 +20,9 @@ import Flow
 /// The first socket made sets `SIGPIPE` to ignored, process-wide, so that writing to a peer that has
 /// gone away fails with `EPIPE` instead of killing the process.
 ///
-/// A connection stays open, and alive, until ``close()``: dropping the last reference does not
+/// A connection stays open, and alive, until ``StreamConnection/close()``: dropping the last reference does not
 /// close it. Methods returning a future may be called from any thread; the others (the read handler,
-/// ``send(_:completion:)``) only in the loop's context.
+/// ``StreamConnection/send(_:completion:)``) only in the loop's context.
 public final class TCPConnection: StreamConnection, @unchecked Sendable {
     // @unchecked Sendable: as its superclass's, the TCP handle is used only in the loop's context.
 

@@ -5,7 +5,7 @@ import Flow
 import Glibc
 #endif
 
-/// A listening TCP socket on an ``EventLoop``: hands each accepted connection to a handler.
+/// A listening TCP socket on an `EventLoop`: hands each accepted connection to a handler.
 ///
 /// ```swift
 /// let listener = try TCPListener.listen(host: "127.0.0.1", port: 0, on: .main) { connection in
@@ -17,10 +17,10 @@ import Glibc
 /// try EventLoop.main.run()
 /// ```
 ///
-/// The listener stays open until ``close()``; the loop's ``EventLoop/run()`` returns once it and every
+/// The listener stays open until ``close()``; the loop's `EventLoop.run()` returns once it and every
 /// connection are closed. Accepted connections have Nagle's algorithm turned off.
 ///
-/// Close listeners and connections before ``EventLoop/close()``: that call closes leftover libuv handles
+/// Close listeners and connections before `EventLoop.close()`: that call closes leftover libuv handles
 /// without telling their owners, whose memory then stays allocated.
 public final class TCPListener: @unchecked Sendable {
     // @unchecked Sendable: the handle, `onAccept` and `isOpen` are used only in the loop's context;
@@ -59,9 +59,12 @@ public final class TCPListener: @unchecked Sendable {
     /// ```
     ///
     /// - Parameters:
+    ///   - host: a numeric address or a name to listen on.
+    ///   - port: the port, 0 for any free one.
     ///   - backlog: how many connections the kernel queues before the loop accepts them.
     ///   - reusePort: sets `SO_REUSEPORT` before binding, so that listeners on several loops share the
     ///     port and the kernel spreads connections between them (see ``TCPListenerGroup``).
+    ///   - loop: the loop that accepts, and that the connections run on.
     ///   - onAccept: called on the loop with each new connection; the handler owns it and must close it.
     /// - Throws: libuv's error, such as `EADDRINUSE: address already in use` or, for a name that does
     ///   not resolve, `EAI_NONAME: unknown node or service`.

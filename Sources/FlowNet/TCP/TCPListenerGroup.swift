@@ -34,9 +34,14 @@ public final class TCPListenerGroup: Sendable {
     /// port and the others join it.
     ///
     /// Each listener is made in its loop's context, waiting for it: every loop must be running on its
-    /// own thread (``EventLoop/startOnNewThread(name:)``) or be the caller's own loop.
+    /// own thread (`EventLoop.startOnNewThread(name:)`) or be the caller's own loop.
     ///
-    /// - Parameter onAccept: called on the accepting loop with each new connection.
+    /// - Parameters:
+    ///   - host: a numeric address or a name to listen on.
+    ///   - port: the port, 0 for any free one (the first loop picks it, the others join it).
+    ///   - backlog: how many connections the kernel queues for each listener before its loop accepts them.
+    ///   - loops: the loops that listen, one listener each.
+    ///   - onAccept: called on the accepting loop with each new connection.
     /// - Throws: libuv's error from the first listener that fails; the listeners already made are
     ///   closed.
     public static func listen(

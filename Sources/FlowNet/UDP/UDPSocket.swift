@@ -6,7 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// A UDP socket on an ``EventLoop`` (libuv's `uv_udp_t`): send datagrams to addresses, receive them
+/// A UDP socket on an `EventLoop` (libuv's `uv_udp_t`): send datagrams to addresses, receive them
 /// with their sender, optionally connected to one peer, with broadcast and multicast.
 ///
 /// ```swift
@@ -48,8 +48,12 @@ public final class UDPSocket: @unchecked Sendable {
     /// let socket = try UDPSocket.bind(host: "::", port: 5353, reuseAddress: true)
     /// ```
     ///
-    /// - Parameter reuseAddress: lets several sockets bind the same address and port (`SO_REUSEADDR`),
-    ///   as multicast receivers do.
+    /// - Parameters:
+    ///   - host: a numeric address or a name to bind to.
+    ///   - port: the port, 0 for any free one.
+    ///   - reuseAddress: lets several sockets bind the same address and port (`SO_REUSEADDR`), as
+    ///     multicast receivers do.
+    ///   - loop: the loop the socket runs on.
     /// - Throws: libuv's error, such as `EADDRINUSE: address already in use`.
     public static func bind(
         host: String = "127.0.0.1", port: Int = 0, reuseAddress: Bool = false, on loop: EventLoop = .main
