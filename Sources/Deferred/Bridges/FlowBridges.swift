@@ -40,7 +40,7 @@ extension Flow.Future {
 
 extension Task {
     /// A task that completes like the Flow future. Cancelling the task cancels the future (unless
-    /// others observe it) and fails the task with ``Flow/FutureError/aborted``, the error of a
+    /// others observe it) and fails the task with `FutureError.aborted`, the error of a
     /// cancelled Flow future, unless the future completed first.
     ///
     /// ```swift

@@ -3,7 +3,7 @@ import Flow
 
 /// A value that is not known yet: filled once, by anyone, and read by everyone who asked.
 ///
-/// Copies of a `Deferred` are references to one value. Readers call ``upon(_:execute:)`` to run code
+/// Copies of a `Deferred` are references to one value. Readers call `upon(_:execute:)` to run code
 /// once it is filled, ``peek()`` to look without waiting, or ``wait(until:)`` to block; writers call
 /// ``fill(with:)``, of which only the first counts.
 ///
@@ -168,7 +168,7 @@ public final class Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol, @
     ///
     /// Called inside an event loop's own work (one of its callbacks) before the value is filled, it
     /// stops the program with a message instead: the loop may be the one to fill the value, and it
-    /// cannot run while its thread waits. Use ``upon(_:execute:)`` there. Anywhere else, the main
+    /// cannot run while its thread waits. Use `upon(_:execute:)` there. Anywhere else, the main
     /// thread included, it blocks.
     public func wait(until time: DispatchTime) -> Value? {
         if let value = peek() {

@@ -5,8 +5,8 @@ import Dispatch
 ///
 /// A conforming type provides ``upon(_:execute:)`` and ``peek()`` or ``wait(until:)``: each of the
 /// two defaults to the other.
-/// In return it gets every algorithm of this library: ``map(upon:transform:)``,
-/// ``andThen(upon:start:)``, ``and(_:)``, ``ignored()``, ``every(per:)``, ``eraseToFuture()``.
+/// In return it gets every algorithm of this library: `map(upon:transform:)`,
+/// `andThen(upon:start:)`, ``and(_:)``, ``ignored()``, ``every(per:)``, ``eraseToFuture()``.
 ///
 /// ```swift
 /// let name: Future<String> = fetchUser(id).map { $0.name }

@@ -33,6 +33,8 @@ extension PromiseProtocol {
     ///
     /// - Parameters:
     ///   - value: the value to fill with.
+    ///   - file: the file named in the message if it was filled already; the caller's by default.
+    ///   - line: the line of `file`.
     public func mustFill(with value: Value, file: StaticString = #file, line: UInt = #line) {
         misusePrecondition(fill(with: value), "mustFill(with:): the promise was already filled", file: file, line: line)
     }

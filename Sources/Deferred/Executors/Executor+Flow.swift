@@ -3,7 +3,7 @@ import Flow
 
 extension Flow.Scheduler: Executor {
     /// Runs `body` on this scheduler: at once when the caller already executes on it, otherwise
-    /// later, in the order submitted (see ``Flow/Scheduler/async(execute:)``).
+    /// later, in the order submitted (see `Scheduler.async(execute:)`).
     @inlinable
     @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
@@ -13,7 +13,7 @@ extension Flow.Scheduler: Executor {
 
 extension Flow.EventLoop: Executor {
     /// Runs `body` on this loop after the work already queued, never before returning (see
-    /// ``Flow/EventLoop/execute(_:)``).
+    /// `EventLoop.execute(_:)`).
     @inlinable
     @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {

@@ -22,9 +22,9 @@ extension Swift.Result: TaskResultProtocol where Failure == any Error {
 /// ``FutureProtocol`` whose value is a `Result` (a ``Deferred`` or a ``Future`` of one, a
 /// ``Task/Promise``).
 ///
-/// Every conforming type gets the task methods: ``uponSuccess(on:execute:)``,
-/// ``uponFailure(on:execute:)``, ``map(upon:transform:)``, ``andThen(upon:start:)``,
-/// ``recover(upon:substituting:)``, ``fallback(upon:to:)``, ``everySuccess(per:)``, ``ignored()``,
+/// Every conforming type gets the task methods: `uponSuccess(on:execute:)`,
+/// `uponFailure(on:execute:)`, `map(upon:transform:)`, `andThen(upon:start:)`,
+/// `recover(upon:substituting:)`, `fallback(upon:to:)`, ``everySuccess(per:)``, ``ignored()``,
 /// ``andSuccess(of:)``, ``eraseToTask()``.
 ///
 /// ```swift
