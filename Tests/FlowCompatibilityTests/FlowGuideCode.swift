@@ -146,6 +146,14 @@ final class FlowGuideCodeTests: XCTestCase {
         let maybeBag: DisposeBag? = nil
         maybeBag += { disposed += 100 }
         XCTAssertEqual(disposed, 3)
+
+        // A bag is reused round after round, as Flow code rebuilding its listeners does.
+        bag += { disposed += 10 }
+        XCTAssertEqual(disposed, 3)
+        XCTAssertFalse(bag.isEmpty)
+        bag.dispose()
+        XCTAssertEqual(disposed, 13)
+        XCTAssertTrue(bag.isEmpty)
         _ = DisposeBag([NilDisposer(), Disposer()])
     }
 

@@ -293,10 +293,16 @@ struct StressTests {
                             running.value.subtract(1, ordering: .acquiringAndReleasing)
                             return Future(value)
                         }
-                        return Future(on: places.queueScheduler) { completion in
-                            running.value.subtract(1, ordering: .acquiringAndReleasing)
-                            completion(.success(value))
-                            return NilDisposer()
+                        // The operation holds its slot until it completes or is cancelled: leave it
+                        // exactly once, on whichever comes first. (Cancelled, the queue frees the slot
+                        // at once, although the work it had handed to another scheduler may still run.)
+                        return Future { completion in
+                            let leave = Disposer { running.value.subtract(1, ordering: .acquiringAndReleasing) }
+                            places.queueScheduler.async {
+                                leave.dispose()
+                                completion(.success(value))
+                            }
+                            return leave
                         }
                     }
                     let observer = Probe(Place.allCases.randomElement(using: &random)!)

@@ -284,6 +284,38 @@ struct FutureCoreTests {
         #expect(operation.future.result?.error as? FutureError == .aborted)
     }
 
+    @Test("a DisposeBag stays usable after dispose(): what is added later waits for the next dispose, as in Flow")
+    func disposeBagIsReusable() {
+        let disposed = Shared([String]())
+        let bag = DisposeBag()
+        bag += { disposed.mutate { $0.append("first round") } }
+        bag.dispose()
+        #expect(bag.isEmpty)
+        bag += { disposed.mutate { $0.append("second round") } }
+        #expect(disposed.value == ["first round"])
+        #expect(!bag.isEmpty)
+        bag.dispose()
+        #expect(disposed.value == ["first round", "second round"])
+        bag.dispose()
+        #expect(disposed.value == ["first round", "second round"])
+    }
+
+    @Test("a DisposeBag disposes what it holds when it is released")
+    func disposeBagDisposesOnRelease() {
+        final class Held {}
+        let disposed = Shared(0)
+        weak var held: Held?
+        do {
+            let bag = DisposeBag()
+            bag += { disposed.mutate { $0 += 1 } }
+            let object = Held()
+            held = object
+            bag.hold(object, Held())
+        }
+        #expect(disposed.value == 1)
+        #expect(held == nil)
+    }
+
     @Test("an operation that releases its completion uncalled leaves its future pending until cancelled, as in Flow")
     func abandonedOperationStaysPending() {
         let count = LiveFutureCount()

@@ -66,8 +66,11 @@ public final class Disposer: Disposable {
     }
 }
 
-/// A collection of disposables disposed together, once: on ``dispose()`` or when the bag is
-/// deinitialised. A disposable added after the bag was disposed is disposed at once.
+/// A collection of disposables disposed together: on ``dispose()`` or when the bag is deinitialised.
+///
+/// As in Flow, ``dispose()`` empties the bag and the bag stays usable: what is added afterwards is
+/// kept until the next ``dispose()`` (or the bag's end). Code that rebuilds its listeners disposes
+/// the old round and adds the new one to the same bag.
 ///
 /// ```swift
 /// let bag = DisposeBag()
@@ -77,20 +80,15 @@ public final class Disposer: Disposable {
 /// bag.dispose()
 /// ```
 public final class DisposeBag: Disposable {
-    private struct State {
-        var disposables: [Disposable] = []
-        var isDisposed = false
-    }
-
     // Guarded by the lock; disposables are always disposed after it is released.
-    private let state = Locked(State())
+    private let state = Locked([Disposable]())
 
     /// Creates an empty bag.
     public init() {}
 
     /// Creates a bag holding `disposables`.
     public init(_ disposables: Disposable...) {
-        state.withLock { $0.disposables = disposables }
+        state.withLock { $0 = disposables }
     }
 
     /// Creates a bag holding the disposables of a sequence (an array, as Flow code passes).
@@ -100,7 +98,7 @@ public final class DisposeBag: Disposable {
     /// ```
     public init<S: Sequence>(_ disposables: S) where S.Element == Disposable {
         let collected = Array(disposables)
-        state.withLock { $0.disposables = collected }
+        state.withLock { $0 = collected }
     }
 
     /// Creates a bag holding the disposables of an array (an array literal included).
@@ -109,29 +107,21 @@ public final class DisposeBag: Disposable {
     /// let bag = DisposeBag([Disposer { print("one") }, Disposer { print("two") }])
     /// ```
     public init(_ disposables: [Disposable]) {
-        state.withLock { $0.disposables = disposables }
+        state.withLock { $0 = disposables }
     }
 
     /// Creates a bag holding `disposables`.
     public init(disposing disposables: [Disposable]) {
-        state.withLock { $0.disposables = disposables }
+        state.withLock { $0 = disposables }
     }
 
-    /// Adds `disposable`, or disposes it at once if the bag was already disposed.
+    /// Adds `disposable`, disposed with the bag's next ``dispose()`` (or when the bag ends).
     public func add(_ disposable: Disposable) {
-        let added = state.withLock { state -> Bool in
-            guard !state.isDisposed else { return false }
-            state.disposables.append(disposable)
-            return true
-        }
-        if !added { disposable.dispose() }
+        state.withLock { $0.append(disposable) }
     }
 
-    /// Whether the bag holds nothing (never filled, or already disposed).
-    public var isEmpty: Bool { state.withLock { $0.disposables.isEmpty } }
-
-    /// Whether the bag has been disposed.
-    public var isDisposed: Bool { state.withLock { $0.isDisposed } }
+    /// Whether the bag holds nothing: never filled, or nothing added since the last ``dispose()``.
+    public var isEmpty: Bool { state.withLock { $0.isEmpty } }
 
     /// Creates a bag held by this one: disposing this bag disposes the inner bag too.
     ///
@@ -142,18 +132,20 @@ public final class DisposeBag: Disposable {
         return inner
     }
 
-    /// Keeps `object` alive until the bag is disposed.
-    public func hold(_ object: AnyObject) {
-        add(HeldObject(object))
+    /// Keeps `objects` alive until the bag is disposed.
+    ///
+    /// ```swift
+    /// bag.hold(delegate)
+    /// ```
+    public func hold(_ objects: AnyObject...) {
+        for object in objects { add(HeldObject(object)) }
     }
 
-    /// Disposes everything in the bag, in the order added, and makes the bag dispose anything added
-    /// later at once.
+    /// Disposes everything in the bag, in the order added, and empties it; the bag stays usable.
     public func dispose() {
-        let disposables = state.withLock { state -> [Disposable] in
-            state.isDisposed = true
-            let taken = state.disposables
-            state.disposables = []
+        let disposables = state.withLock { disposables -> [Disposable] in
+            let taken = disposables
+            disposables = []
             return taken
         }
         for disposable in disposables {

@@ -104,22 +104,36 @@ extension Future {
         _ work: @escaping @Sendable () -> Disposable
     ) -> Future<Value> {
         Future(on: .none, file: #fileID, line: #line, operationWithMover: { completion, mover in
-            let performed = DisposeBag()
+            // What the work started, undone when this future ends; nil once it has ended, so that
+            // work started after that (a start racing the completion) is undone at once.
+            let startedWork = Locked<DisposeBag?>(DisposeBag())
             let perform: @Sendable () -> Void = {
-                // A disposable added to a disposed bag is disposed at once: on a future that
-                // completed meanwhile, the work is undone straight away.
                 let started = work()
-                performed += { scheduler.async { started.dispose() } }
+                let undo = Disposer { scheduler.async { started.dispose() } }
+                let kept = startedWork.withLock { bag -> Bool in
+                    bag?.add(undo)
+                    return bag != nil
+                }
+                if !kept { undo.dispose() }
             }
-            performed += mover.moveInside(self).onResult(on: .none) { completion($0) }.disposable
+            let observation = mover.moveInside(self).onResult(on: .none) { completion($0) }.disposable
+            let start: Disposable
             if let delay {
-                performed += scheduler.async(after: delay) {
-                    if !performed.isDisposed { perform() }
+                start = scheduler.async(after: delay) {
+                    if startedWork.withLock({ $0 != nil }) { perform() }
                 }
             } else {
                 scheduler.async(execute: perform)
+                start = NilDisposer()
             }
-            return performed
+            return Disposer {
+                observation.dispose()
+                start.dispose()
+                startedWork.withLock { bag -> DisposeBag? in
+                    defer { bag = nil }
+                    return bag
+                }?.dispose()
+            }
         })
     }
 }
