@@ -71,8 +71,8 @@ public final class VirtualTimeScheduler: Sendable {
         startNanoseconds = uptimeNanoseconds
     }
 
-    /// A ``Scheduler`` running its work on this clock. Schedulers of the same clock are equal, and inside
-    /// the clock's work ``Scheduler/current`` is one of them.
+    /// A `Scheduler` running its work on this clock. Schedulers of the same clock are equal, and inside
+    /// the clock's work `Scheduler.current` is one of them.
     ///
     /// ```swift
     /// let scheduler = clock.scheduler
@@ -110,7 +110,7 @@ public final class VirtualTimeScheduler: Sendable {
         .nanoseconds(Int64(clamping: state.withLock { $0.uptimeNanoseconds } - startNanoseconds))
     }
 
-    /// The clock's reading in nanoseconds: what ``Scheduler/uptimeNanoseconds`` answers for this
+    /// The clock's reading in nanoseconds: what `Scheduler.uptimeNanoseconds` answers for this
     /// clock's schedulers.
     public var uptimeNanoseconds: UInt64 {
         state.withLock { $0.uptimeNanoseconds }

@@ -19,7 +19,7 @@ public func recursive<Argument, Output>(
     return { argument in holder.call(argument) }
 }
 
-/// ``recursive(_:)-(((Argument,(Argument)->Output?)->Output))`` for a function without an argument.
+/// `recursive(_:)` for a function without an argument.
 ///
 /// ```swift
 /// let poll: () -> Void = recursive { poll in

@@ -34,7 +34,7 @@ public func merge<Signals: Sequence>(
     })
 }
 
-/// Every value of every signal given, as they come: see ``merge(_:)-(Sequence)``.
+/// Every value of every signal given, as they come: see ``merge(_:)->CoreSignal<Signals.Element.Kind.DropWrite,Signals.Element.Value>``.
 public func merge<S: SignalProvider>(_ signals: S...) -> CoreSignal<S.Kind.DropWrite, S.Value> {
     merge(signals)
 }

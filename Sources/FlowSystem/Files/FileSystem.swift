@@ -25,8 +25,10 @@ public enum FileSystem {
     /// ```
     ///
     /// - Parameters:
+    ///   - path: the file's path, absolute or relative to the current directory.
     ///   - mode: how the file is opened: reading (the default), writing, appending, ...
     ///   - permissions: the permission bits of a file this creates, before the process's umask.
+    ///   - loop: the loop whose thread pool does the work and on which the future completes.
     public static func open(
         _ path: String, _ mode: OpenFile.Mode = .read, permissions: Int32 = 0o644, on loop: EventLoop = .main
     ) -> Future<OpenFile> {
@@ -137,8 +139,11 @@ public enum FileSystem {
     /// FileSystem.readFile(at: "config.json").onValue { bytes in print("\(bytes.count) bytes") }
     /// ```
     ///
-    /// - Parameter limit: the largest file read; a bigger one fails with `EFBIG: file too large`
-    ///   instead of filling memory.
+    /// - Parameters:
+    ///   - path: the file's path.
+    ///   - limit: the largest file read; a bigger one fails with `EFBIG: file too large` instead of
+    ///     filling memory.
+    ///   - loop: the loop whose thread pool does the work and on which the future completes.
     public static func readFile(
         at path: String, limit: Int = 1 << 30, on loop: EventLoop = .main
     ) -> Future<[UInt8]> {

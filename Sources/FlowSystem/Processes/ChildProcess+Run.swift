@@ -40,10 +40,15 @@ extension ChildProcess {
     /// ```
     ///
     /// - Parameters:
+    ///   - executable: a path, or a name looked up in `PATH` as a shell would.
+    ///   - arguments: the arguments after the program's name.
+    ///   - environment: the command's whole environment; `nil` (the default) passes this process's.
+    ///   - workingDirectory: the command's current directory; `nil` keeps this process's.
     ///   - input: bytes written to the command's standard input, which is then closed; with `nil` it
     ///     reads nothing (`/dev/null`).
     ///   - outputLimit: the most bytes kept from standard output and error together; a command writing
     ///     more is killed and the future fails with ``ChildProcessError/outputLimitExceeded(limit:)``.
+    ///   - loop: the loop that runs the command and on which the future completes.
     /// - Returns: the output and how the command ended (a failing exit code is not an error here: see
     ///   ``Termination/isSuccess``). Fails with the spawn's error, such as `ENOENT: no such file or
     ///   directory`. Cancelling it kills the command.

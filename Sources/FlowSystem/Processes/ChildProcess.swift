@@ -35,7 +35,7 @@ public final class ChildProcess: @unchecked Sendable {
         /// Nothing: `/dev/null`.
         case ignore
         /// A new pipe, readable (output, error) or writable (input) by the parent through a
-        /// ``PipeConnection``.
+        /// `PipeConnection`.
         case pipe
     }
 
@@ -108,6 +108,7 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - standardInput: what the child reads; ``StandardStream/pipe`` makes ``standardInput``.
     ///   - standardOutput: where the child writes; ``StandardStream/pipe`` makes ``standardOutput``.
     ///   - standardError: where the child's errors go; ``StandardStream/pipe`` makes ``standardError``.
+    ///   - loop: the loop the child's handle and pipes live on (the caller must be running on it).
     /// - Throws: libuv's error, such as `ENOENT: no such file or directory` for an executable or a
     ///   working directory that does not exist, `EACCES: permission denied` for a file that may not be
     ///   run. Nothing is left open then.

@@ -7,7 +7,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Watches operating-system signals (`SIGTERM`, `SIGINT`, `SIGHUP`, ...) on an ``EventLoop`` through
+/// Watches operating-system signals (`SIGTERM`, `SIGINT`, `SIGHUP`, ...) on an `EventLoop` through
 /// libuv's `uv_signal`: each delivery is handed to a handler on the loop and to every ``signals``
 /// sequence. While a watcher is open the process no longer takes the signal's default action (for
 /// `SIGTERM`, ending the process): the program decides.
@@ -24,12 +24,12 @@ import Glibc
 ///
 /// For the first signal only, ``first(of:keepsLoopAlive:on:)`` gives a future.
 ///
-/// A watcher stays open until ``close()``. By default it keeps its loop running (``EventLoop/run()``
+/// A watcher stays open until ``close()``. By default it keeps its loop running (`EventLoop.run()`
 /// does not return while a watcher is open); with `keepsLoopAlive: false` it does not, which suits a
 /// server whose loop should end once its listeners and connections are closed.
 ///
-/// Close watchers before ``EventLoop/close()``: closing the loop closes their libuv handles without
-/// telling them. ``close()`` then fails with ``EventLoopError/closed``, ends their ``signals``
+/// Close watchers before `EventLoop.close()`: closing the loop closes their libuv handles without
+/// telling them. ``close()`` then fails with `EventLoopError.closed`, ends their ``signals``
 /// sequences and frees what the handles held.
 public final class SignalWatcher: @unchecked Sendable {
     // @unchecked Sendable: `handles`, `handler` and `isOpen` are used only in the loop's context
@@ -68,7 +68,8 @@ public final class SignalWatcher: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - signals: the signals to watch; `SIGKILL` and `SIGSTOP` cannot be watched.
-    ///   - keepsLoopAlive: whether the open watcher keeps ``EventLoop/run()`` from returning.
+    ///   - keepsLoopAlive: whether the open watcher keeps `EventLoop.run()` from returning.
+    ///   - loop: the loop that watches (the caller must be running on it).
     ///   - handler: called on the loop with each signal received; dropped when the watcher closes.
     /// - Throws: libuv's error, `EINVAL: invalid argument` for a signal that cannot be watched.
     public static func watch(
@@ -172,7 +173,7 @@ public final class SignalWatcher: @unchecked Sendable {
     /// Stops watching: the process takes the signals' default actions again, the ``signals``
     /// sequences end, and the future completes once libuv has closed the handles. Closing twice is
     /// harmless. Callable from any thread; on a loop that was closed, fails with
-    /// ``EventLoopError/closed``.
+    /// `EventLoopError.closed`.
     ///
     /// ```swift
     /// watcher.close().onValue { print("signals restored") }
