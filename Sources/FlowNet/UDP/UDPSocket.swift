@@ -1,6 +1,5 @@
 import CLibUV
 import Flow
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +19,7 @@ import Glibc
 /// the others only in the loop's context.
 public final class UDPSocket: @unchecked Sendable {
     // @unchecked Sendable: the handle and every `var` are used only in the loop's context (loop-only
-    // methods assert it, the others hop there); `continuations` is guarded by its mutex.
+    // methods assert it, the others hop there); `closing` is loop-only too; `datagramStreams` locks itself.
 
     /// The loop the socket belongs to.
     public let loop: EventLoop
@@ -31,11 +30,9 @@ public final class UDPSocket: @unchecked Sendable {
     private let readBuffer = ReadBuffer()
     private var handler: ((Datagram) -> Void)?
     private var isReceiving = false
-    private var isOpen = true
-    private var isClosed = false
-    private var closeWaiters: [PendingResult<Void>] = []
-    private let continuations = Synchronization.Mutex<[Int: AsyncStream<Datagram>.Continuation]?>([:])
-    private let nextIdentifier = Atomic<Int>(0)
+    private let closing = HandleClosing()
+    private let datagramStreams = ContinuationFanOut<Datagram>()
+    private var isOpen: Bool { closing.isOpen }
 
     private var baseHandle: UnsafeMutablePointer<uv_handle_t> {
         UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
@@ -214,20 +211,9 @@ public final class UDPSocket: @unchecked Sendable {
     /// for await datagram in socket.datagrams { print(datagram.sender) }
     /// ```
     public var datagrams: AsyncStream<Datagram> {
-        let (stream, continuation) = AsyncStream<Datagram>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        let identifier = nextIdentifier.add(1, ordering: .relaxed).newValue
-        let added = continuations.withLock { continuations -> Bool in
-            guard continuations != nil else { return false }
-            continuations![identifier] = continuation
-            return true
-        }
-        if added {
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.continuations.withLock { $0?.removeValue(forKey: identifier) }
-            }
+        let (stream, isLive) = datagramStreams.makeStream(bufferingNewest: 1024)
+        if isLive {
             loop.inContext { [self] in startReceiving() }
-        } else {
-            continuation.finish()
         }
         return stream
     }
@@ -258,8 +244,7 @@ public final class UDPSocket: @unchecked Sendable {
 
     private func deliver(_ datagram: Datagram) {
         handler?(datagram)
-        let current = continuations.withLock { $0.map { Array($0.values) } ?? [] }
-        for continuation in current { continuation.yield(datagram) }
+        datagramStreams.yield(datagram)
     }
 
     // MARK: Options
@@ -326,26 +311,12 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        let closed = PendingResult<Void>()
-        loop.inContext { [self] in
-            if isClosed {
-                closed.succeed(())
-            } else {
-                closeWaiters.append(closed)
-                beginClosing()
-            }
-        }
-        return closed.future()
+        closing.close(on: loop) { [self] in beginClosing() }
     }
 
     private func beginClosing() {
-        guard isOpen else { return }
-        isOpen = false
-        let ending = continuations.withLock { continuations -> [AsyncStream<Datagram>.Continuation] in
-            defer { continuations = nil }
-            return continuations.map { Array($0.values) } ?? []
-        }
-        for continuation in ending { continuation.finish() }
+        guard closing.beginClosing() else { return }
+        datagramStreams.finish()
         uv_close(baseHandle) { handle in
             Owner.release(handle?.pointee.data, as: UDPSocket.self).didClose()
         }
@@ -353,12 +324,9 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     private func didClose() {
-        isClosed = true
         handle.deallocate()
         handler = nil
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.succeed(()) }
+        closing.didClose()
     }
 }
 

@@ -1,7 +1,6 @@
 import CLibUV
 import Flow
 import FlowNet
-import Synchronization
 
 /// Watches a file or a directory for changes (libuv's `uv_fs_event`, inotify on Linux): each change is
 /// handed to a handler on the loop and to every ``changes`` sequence.
@@ -15,7 +14,7 @@ import Synchronization
 /// A watcher stays open, and keeps its loop running, until ``close()``.
 public final class PathWatcher: @unchecked Sendable {
     // @unchecked Sendable: the handle, `handler` and `isOpen` are used only in the loop's context
-    // (`watch` asserts it, `close()` hops there); `continuations` is guarded by its mutex.
+    // (`watch` asserts it, `close()` hops there), as is `closing`; `changeStreams` locks itself.
 
     /// A change libuv saw.
     public struct Change: Sendable, Hashable {
@@ -34,11 +33,8 @@ public final class PathWatcher: @unchecked Sendable {
 
     private let handle: UnsafeMutablePointer<uv_fs_event_t>
     private var handler: ((Change) -> Void)?
-    private var isOpen = true
-    private var isClosed = false
-    private var closeWaiters: [PendingResult<Void>] = []
-    private let continuations = Synchronization.Mutex<[Int: AsyncStream<Change>.Continuation]?>([:])
-    private let nextIdentifier = Atomic<Int>(0)
+    private let closing = HandleClosing()
+    private let changeStreams = ContinuationFanOut<Change>()
 
     private init(loop: EventLoop, path: String, handle: UnsafeMutablePointer<uv_fs_event_t>, handler: ((Change) -> Void)?) {
         self.loop = loop
@@ -89,28 +85,13 @@ public final class PathWatcher: @unchecked Sendable {
     /// for await change in watcher.changes { print(change) }
     /// ```
     public var changes: AsyncStream<Change> {
-        let (stream, continuation) = AsyncStream<Change>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let identifier = nextIdentifier.add(1, ordering: .relaxed).newValue
-        let added = continuations.withLock { continuations -> Bool in
-            guard continuations != nil else { return false }
-            continuations![identifier] = continuation
-            return true
-        }
-        if added {
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.continuations.withLock { $0?.removeValue(forKey: identifier) }
-            }
-        } else {
-            continuation.finish()
-        }
-        return stream
+        changeStreams.makeStream(bufferingNewest: 256).stream
     }
 
     private func deliver(_ change: Change) {
-        guard isOpen else { return }
+        guard closing.isOpen else { return }
         handler?(change)
-        let current = continuations.withLock { $0.map { Array($0.values) } ?? [] }
-        for continuation in current { continuation.yield(change) }
+        changeStreams.yield(change)
     }
 
     /// Stops watching; the ``changes`` sequences end, and the future completes once libuv has closed the
@@ -121,26 +102,12 @@ public final class PathWatcher: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        let closed = PendingResult<Void>()
-        loop.inContext { [self] in
-            if isClosed {
-                closed.succeed(())
-            } else {
-                closeWaiters.append(closed)
-                beginClosing()
-            }
-        }
-        return closed.future()
+        closing.close(on: loop) { [self] in beginClosing() }
     }
 
     private func beginClosing() {
-        guard isOpen else { return }
-        isOpen = false
-        let ending = continuations.withLock { continuations -> [AsyncStream<Change>.Continuation] in
-            defer { continuations = nil }
-            return continuations.map { Array($0.values) } ?? []
-        }
-        for continuation in ending { continuation.finish() }
+        guard closing.beginClosing() else { return }
+        changeStreams.finish()
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
             Owner.release(handle?.pointee.data, as: PathWatcher.self).didClose()
         }
@@ -148,11 +115,8 @@ public final class PathWatcher: @unchecked Sendable {
     }
 
     private func didClose() {
-        isClosed = true
         handle.deallocate()
         handler = nil
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.succeed(()) }
+        closing.didClose()
     }
 }

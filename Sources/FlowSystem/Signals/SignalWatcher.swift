@@ -32,8 +32,8 @@ import Glibc
 /// telling them. ``close()`` then fails with `EventLoopError.closed`, ends their ``signals``
 /// sequences and frees what the handles held.
 public final class SignalWatcher: @unchecked Sendable {
-    // @unchecked Sendable: `handles`, `handler` and `isOpen` are used only in the loop's context
-    // (`watch` asserts it, `close()` hops there); `sequences` is guarded by its mutex.
+    // @unchecked Sendable: `handles`, `handler` and `closing` are used only in the loop's context
+    // (`watch` asserts it, `close()` hops there); `signalStreams` locks itself.
 
     /// The loop the signals are delivered on.
     public let loop: EventLoop
@@ -43,15 +43,8 @@ public final class SignalWatcher: @unchecked Sendable {
     private var handles: [UnsafeMutablePointer<uv_signal_t>] = []
     private var openHandleCount = 0
     private var handler: ((ProcessSignal) -> Void)?
-    private var isOpen = true
-    private var closeWaiters: [PendingResult<Void>] = []
-    private let sequences = Synchronization.Mutex<SequenceState>(SequenceState())
-
-    private struct SequenceState {
-        var continuations: [Int: AsyncStream<ProcessSignal>.Continuation] = [:]
-        var nextIdentifier = 0
-        var isFinished = false
-    }
+    private let closing = HandleClosing()
+    private let signalStreams = ContinuationFanOut<ProcessSignal>()
 
     private init(loop: EventLoop, signals: [ProcessSignal], handler: ((ProcessSignal) -> Void)?) {
         self.loop = loop
@@ -145,29 +138,13 @@ public final class SignalWatcher: @unchecked Sendable {
     /// }
     /// ```
     public var signals: AsyncStream<ProcessSignal> {
-        let (stream, continuation) = AsyncStream<ProcessSignal>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let identifier = sequences.withLock { state -> Int? in
-            guard !state.isFinished else { return nil }
-            let identifier = state.nextIdentifier
-            state.nextIdentifier += 1
-            state.continuations[identifier] = continuation
-            return identifier
-        }
-        if let identifier {
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.sequences.withLock { $0.continuations.removeValue(forKey: identifier) }
-            }
-        } else {
-            continuation.finish()
-        }
-        return stream
+        signalStreams.makeStream(bufferingNewest: 64).stream
     }
 
     private func deliver(_ signal: ProcessSignal) {
-        guard isOpen else { return }
+        guard closing.isOpen else { return }
         handler?(signal)
-        let continuations = sequences.withLock { Array($0.continuations.values) }
-        for continuation in continuations { continuation.yield(signal) }
+        signalStreams.yield(signal)
     }
 
     /// Stops watching: the process takes the signals' default actions again, the ``signals``
@@ -182,14 +159,9 @@ public final class SignalWatcher: @unchecked Sendable {
     public func close() -> Future<Void> {
         let closed = PendingResult<Void>()
         let run: @Sendable () -> Void = { [self] in
-            if isOpen {
-                closeWaiters.append(closed)
-                beginClosing()
-            } else if openHandleCount == 0 {
-                closed.succeed(())
-            } else {
-                closeWaiters.append(closed)
-            }
+            // Closed once closing began and the last handle's close callback ran.
+            closing.wait(closed)
+            beginClosing()
         }
         if loop.isInLoopContext {
             run()
@@ -197,7 +169,7 @@ public final class SignalWatcher: @unchecked Sendable {
             do {
                 try loop.submit(run)
             } catch {
-                finishSequences()
+                signalStreams.finish()
                 releaseHandlesOfClosedLoop()
                 closed.fail(error)
             }
@@ -206,9 +178,8 @@ public final class SignalWatcher: @unchecked Sendable {
     }
 
     private func beginClosing() {
-        guard isOpen else { return }
-        isOpen = false
-        finishSequences()
+        guard closing.beginClosing() else { return }
+        signalStreams.finish()
         if openHandleCount == 0 { didClose() }
         for handle in handles {
             uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
@@ -229,7 +200,7 @@ public final class SignalWatcher: @unchecked Sendable {
         guard loop.isClosed else { return }
         let orphans = handles
         handles = []
-        isOpen = false
+        _ = closing.beginClosing()
         for handle in orphans {
             _ = Owner.release(handle.pointee.data, as: SignalWatcher.self)
             handle.deallocate()
@@ -238,20 +209,8 @@ public final class SignalWatcher: @unchecked Sendable {
         handler = nil
     }
 
-    private func finishSequences() {
-        let continuations = sequences.withLock { state in
-            state.isFinished = true
-            let continuations = Array(state.continuations.values)
-            state.continuations = [:]
-            return continuations
-        }
-        for continuation in continuations { continuation.finish() }
-    }
-
     private func didClose() {
         handler = nil
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.succeed(()) }
+        closing.didClose()
     }
 }
