@@ -14,7 +14,7 @@ import Flow
 ///
 /// The listener stays open until ``close()``, which also removes the socket file.
 public final class PipeListener: @unchecked Sendable {
-    // @unchecked Sendable: the handle, `onAccept` and `isOpen` are used only in the loop's context;
+    // @unchecked Sendable: the handle, `onAccept` and `closing` are used only in the loop's context;
     // `listen` asserts it and `close()` hops to the loop.
 
     /// The loop accepting connections.
@@ -25,8 +25,7 @@ public final class PipeListener: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_pipe_t>
     private let readBuffer = ReadBuffer()
     private var onAccept: ((PipeConnection) -> Void)?
-    private var isOpen = true
-    private var closeWaiters: [PendingResult<Void>] = []
+    private let closing = HandleClosing()
     /// How many times accepting an incoming connection failed. Loop context only.
     public private(set) var failedAcceptCount = 0
 
@@ -85,7 +84,7 @@ public final class PipeListener: @unchecked Sendable {
     }
 
     private func accept(status: Int32) {
-        guard status == 0, isOpen, let onAccept else {
+        guard status == 0, closing.isOpen, let onAccept else {
             failedAcceptCount += 1
             return
         }
@@ -112,23 +111,11 @@ public final class PipeListener: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        let closed = PendingResult<Void>()
-        loop.inContext { [self] in
-            if isOpen {
-                closeWaiters.append(closed)
-                beginClosing()
-            } else if closeWaiters.isEmpty {
-                closed.succeed(())
-            } else {
-                closeWaiters.append(closed)
-            }
-        }
-        return closed.future()
+        closing.close(on: loop) { [self] in beginClosing() }
     }
 
     private func beginClosing() {
-        guard isOpen else { return }
-        isOpen = false
+        guard closing.beginClosing() else { return }
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
             Owner.release(handle?.pointee.data, as: PipeListener.self).didClose()
         }
@@ -138,9 +125,7 @@ public final class PipeListener: @unchecked Sendable {
     private func didClose() {
         handle.deallocate()
         onAccept = nil
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.succeed(()) }
+        closing.didClose()
     }
 }
 

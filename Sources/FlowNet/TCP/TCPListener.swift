@@ -23,7 +23,7 @@ import Glibc
 /// Close listeners and connections before `EventLoop.close()`: that call closes leftover libuv handles
 /// without telling their owners, whose memory then stays allocated.
 public final class TCPListener: @unchecked Sendable {
-    // @unchecked Sendable: the handle, `onAccept` and `isOpen` are used only in the loop's context;
+    // @unchecked Sendable: the handle, `onAccept` and `closing` are used only in the loop's context;
     // `listen` asserts it and `close()` hops to the loop.
 
     /// The loop accepting connections.
@@ -36,8 +36,7 @@ public final class TCPListener: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_tcp_t>
     private let readBuffer = ReadBuffer()
     private var onAccept: ((TCPConnection) -> Void)?
-    private var isOpen = true
-    private var closeWaiters: [PendingResult<Void>] = []
+    private let closing = HandleClosing()
     /// How many times accepting an incoming connection failed, as libuv reports it (running out of
     /// file descriptors, above all). Loop context only.
     ///
@@ -152,7 +151,7 @@ public final class TCPListener: @unchecked Sendable {
     }
 
     private func accept(status: Int32) {
-        guard status == 0, isOpen, let onAccept else {
+        guard status == 0, closing.isOpen, let onAccept else {
             noteFailedAccept(status == 0 ? "the listener is closing" : EventLoop.describe(status))
             return
         }
@@ -191,24 +190,11 @@ public final class TCPListener: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        let closed = PendingResult<Void>()
-        let run: @Sendable () -> Void = { [self] in
-            if isOpen {
-                closeWaiters.append(closed)
-                beginClosing()
-            } else if closeWaiters.isEmpty {
-                closed.succeed(())
-            } else {
-                closeWaiters.append(closed)
-            }
-        }
-        if loop.isInLoopContext { run() } else { loop.execute(run) }
-        return closed.future()
+        closing.close(on: loop) { [self] in beginClosing() }
     }
 
     private func beginClosing() {
-        guard isOpen else { return }
-        isOpen = false
+        guard closing.beginClosing() else { return }
         uv_close(handle.asHandle) { handle in
             let listener = Owner.release(handle?.pointee.data, as: TCPListener.self)
             listener.didClose()
@@ -219,9 +205,7 @@ public final class TCPListener: @unchecked Sendable {
     private func didClose() {
         handle.deallocate()
         onAccept = nil
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.succeed(()) }
+        closing.didClose()
     }
 }
 
