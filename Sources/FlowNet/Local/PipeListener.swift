@@ -88,18 +88,11 @@ public final class PipeListener: @unchecked Sendable {
             failedAcceptCount += 1
             return
         }
-        let connection: PipeConnection
-        do {
-            connection = try PipeConnection(loop: loop, readBuffer: readBuffer)
-        } catch {
-            failedAcceptCount += 1
-            return
-        }
-        guard uv_accept(stream, connection.handle) == 0 else {
-            failedAcceptCount += 1
-            connection.beginClosing()
-            return
-        }
+        let accepted = StreamConnection.accept(
+            from: stream,
+            making: { () throws(EventLoopError) in try PipeConnection(loop: loop, readBuffer: readBuffer) },
+            failed: { _ in failedAcceptCount += 1 })
+        guard let connection = accepted else { return }
         onAccept(connection)
     }
 

@@ -155,19 +155,11 @@ public final class TCPListener: @unchecked Sendable {
             noteFailedAccept(status == 0 ? "the listener is closing" : EventLoop.describe(status))
             return
         }
-        let connection: TCPConnection
-        do {
-            connection = try TCPConnection(loop: loop, readBuffer: readBuffer)
-        } catch {
-            noteFailedAccept("\(error)")
-            return
-        }
-        let acceptStatus = uv_accept(handle.asStream, connection.handle)
-        guard acceptStatus == 0 else {
-            noteFailedAccept(EventLoop.describe(acceptStatus))
-            connection.beginClosing()
-            return
-        }
+        let accepted = StreamConnection.accept(
+            from: handle.asStream,
+            making: { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: readBuffer) },
+            failed: { noteFailedAccept($0) })
+        guard let connection = accepted else { return }
         connection.setNoDelay(true)
         onAccept(connection)
     }
