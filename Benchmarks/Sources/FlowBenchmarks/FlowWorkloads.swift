@@ -1,8 +1,5 @@
 import BenchmarkSupport
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import Flow
 
 /// Flow's side of each workload. "On the loop" work runs inside a job on a loop driven by the calling
@@ -276,9 +273,8 @@ enum FlowWorkloads {
     /// budget in BENCHMARKS.md (not a result line: `run` ignores it). The completion token is not
     /// reachable from here: it is the rest of "pending future without continuation".
     private static func printObjectSizes() {
-        func chunk(_ object: AnyObject) -> Int {
-            // glibc: a chunk is its usable size plus the 8-byte size header.
-            malloc_usable_size(Unmanaged.passUnretained(object).toOpaque()) + 8
+        func chunk(_ object: AnyObject) -> UInt64 {
+            mc_chunk_size(Unmanaged.passUnretained(object).toOpaque())
         }
         pendingCompletions = []
         let root = makeCollectedPromise()

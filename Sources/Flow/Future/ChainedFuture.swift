@@ -180,9 +180,12 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
             return true
         }
         if isStillPending {
-            future.addListener(Future<Output>.Listener(id: ObjectIdentifier(self), receive: { [self] result in
+            let listener = Future<Output>.Listener(id: ObjectIdentifier(self), receive: { [self] result in
                 innerDidComplete(with: result)
-            }))
+            })
+            let isForever = future.addListener(listener)
+            // The step returned a future that never completes: so does this one.
+            if isForever { becomeForever() }
         } else {
             future.cancel()  // cancelled while the step ran: the returned future is not needed
         }

@@ -331,19 +331,29 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Adds a continuation, or hands it the result at once if the future already completed.
     @inlinable
     final func addListener<L: FutureListener>(_ listener: L) where L.Input == Value {
-        addListener(Listener(id: ObjectIdentifier(listener), receive: { listener.futureDidComplete($0) }))
+        if addListener(Listener(id: ObjectIdentifier(listener), receive: { listener.futureDidComplete($0) })) {
+            Future.listenerOfForeverAdded(listener)
+        }
     }
 
+    /// Adds a continuation, or hands it the result at once if the future already completed.
+    ///
+    /// - Returns: whether this is a ``Forever`` future, which counts the continuation instead of
+    ///   holding it: the caller then makes a continuation that completes only through this future a
+    ///   ``Forever`` future too (see ``listenerOfForeverAdded(_:)``).
     @inlinable
-    final func addListener(_ listener: Listener) {
+    @discardableResult
+    final func addListener(_ listener: Listener) -> Bool {
         lock.lock()
         if let completed = lockedResult {
             lock.unlock()
             Future.notify(listener, of: completed)
-            return
+            return false
         }
         if lockedIsForever {
             lockedForeverObserverCount += 1
+            lock.unlock()
+            return true
         } else if let first = lockedFirstListener {
             if lockedHasListenerList {
                 ListenerList<Value>.of(first).listeners.append(listener)
@@ -355,6 +365,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             lockedFirstListener = listener
         }
         lock.unlock()
+        return false
+    }
+
+    /// `listener` was just added to a ``Forever`` future, which does not hold it. If it completes only
+    /// through that future, it becomes a ``Forever`` future as well: else it and its own continuations,
+    /// which refer to it, would keep each other alive for good once the caller lets go.
+    @usableFromInline
+    static func listenerOfForeverAdded(_ listener: AnyObject) {
+        (listener as? any CompletesOnlyThroughWhatItListensTo)?.becomeForever()
     }
 
     /// Makes a pending future whose operation can no longer complete it (its completion callback was
@@ -362,6 +381,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// since it will never deliver a result, so that a chain nobody holds any more is freed rather
     /// than kept alive in cycles. The continuations that can only complete through it (derived
     /// futures, repetitions) become ``Forever`` futures in turn. All can still be cancelled.
+    @usableFromInline
     final func becomeForever() {
         var pending: [any ForeverConvertible] = [self]
         var released: [AnyObject] = []
@@ -516,6 +536,9 @@ protocol ForeverConvertible: AnyObject {
     /// If pending and not yet ``Forever``, becomes one and returns its continuations' objects, which
     /// it no longer holds; else returns nothing.
     func becomeForeverTakingListeners() -> [AnyObject]
+    /// Becomes a ``Forever`` future if pending, and so do the continuations that complete only
+    /// through it.
+    func becomeForever()
 }
 
 /// A future that completes only when a future it listens to completes: when that one can never
