@@ -84,8 +84,8 @@ struct FutureContinuationStorageTests {
         count.track {
             _ = Future<Int>(.forever).map(on: .none) { $0 }.onValue(on: .none) { _ in }.map(on: .none) { $0 }
             let operation = Operation<Int>(on: .none)
+            _ = operation.future.flatMap(on: .none) { _ in Future<Int>(.forever) }.map(on: .none) { $0 }
             let bound = operation.future.flatMap(on: .none) { _ in Future<Int>(.forever) }
-            _ = bound.map(on: .none) { $0 }
             operation.succeed(1)
             #expect(bound.result == nil)
             bound.cancel()
