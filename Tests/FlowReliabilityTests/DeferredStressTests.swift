@@ -24,7 +24,7 @@ struct DeferredStressTests {
         let finishedThreads = AtomicCounter()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xDEFE)
+            var random = SplitMix64(state: UInt64(index) &+ 0xDEFE)
             let ownMailbox = mailboxes[index]
             let neighbourMailbox = mailboxes[(index + 1) % stressThreadCount]
             var operations = 0

@@ -30,7 +30,7 @@ struct StressTests {
         let finishedThreads = AtomicCounter()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0x5EED)
+            var random = SplitMix64(state: UInt64(index) &+ 0x5EED)
             let ownMailbox = mailboxes[index]
             let neighbourMailbox = mailboxes[(index + 1) % stressThreadCount]
             var operations = 0
@@ -132,7 +132,7 @@ struct StressTests {
         let ledger = StressLedger()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xBEEF)
+            var random = SplitMix64(state: UInt64(index) &+ 0xBEEF)
             var operations = 0
             while operations < stressOperationsPerThread {
                 var batch: [(leaf: Future<Int>, attempts: AtomicCounter, observer: Probe, isCancelled: Bool)] = []
@@ -200,7 +200,7 @@ struct StressTests {
         let outOfOrder = AtomicCounter()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xF00D)
+            var random = SplitMix64(state: UInt64(index) &+ 0xF00D)
             var operations = 0
             var sequenceA = 0
             var sequenceB = 0
@@ -279,7 +279,7 @@ struct StressTests {
         let wrongStart = AtomicCounter()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xCAFE)
+            var random = SplitMix64(state: UInt64(index) &+ 0xCAFE)
             var operations = 0
             while operations < stressOperationsPerThread {
                 var batch: [(result: Future<Int>, observer: Probe, isCancelled: Bool)] = []
