@@ -79,10 +79,20 @@ let package = Package(
             ],
             path: "Examples/Tour"
         ),
+        // What the examples' command lines share: `--log-level`, port validation. Not a product.
+        .target(
+            name: "ExampleSupport",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/ExampleSupport"
+        ),
         .executableTarget(
             name: "EchoServer",
             dependencies: [
                 "Flow", "FlowNet", "FlowSystem", "FlowLogging",
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -94,6 +104,7 @@ let package = Package(
             name: "HTTPHello",
             dependencies: [
                 "Flow", "FlowNet", "FlowSystem", "HTTPParsing", "FlowLogging",
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -104,6 +115,7 @@ let package = Package(
             dependencies: [
                 "Flow", "FlowNet", "FlowTimers", "FlowServiceLifecycle", "FlowLogging",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -113,6 +125,7 @@ let package = Package(
             name: "RetryJob",
             dependencies: [
                 "Flow", "FlowNet", "FlowTimers", "FlowLogging",
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
