@@ -26,13 +26,8 @@ struct StressTests {
         let places = StressPlaces()
         defer { places.shutdown() }
         let ledger = StressLedger()
-        let mailboxes = (0..<stressThreadCount).map { _ in Mailbox() }
-        let finishedThreads = AtomicCounter()
-
-        runOnThreads(stressThreadCount) { index in
-            var random = SplitMix64(state: UInt64(index) &+ 0x5EED)
-            let ownMailbox = mailboxes[index]
-            let neighbourMailbox = mailboxes[(index + 1) % stressThreadCount]
+        raceWithMailboxes("futures", seed: 0x5EED, places: places, ledger: ledger) {
+            index, random, ownMailbox, neighbourMailbox in
             var operations = 0
             var batchNumber = 0
             while operations < stressOperationsPerThread {
@@ -93,16 +88,8 @@ struct StressTests {
                 }
                 batchNumber += 1
             }
-            ledger.count(operations)
-            finishedThreads.increment()
-            // Neighbours may still post completions here until they are done too.
-            waitUntil("every stress thread to finish", meanwhile: ownMailbox.drain) {
-                finishedThreads.current == stressThreadCount
-            }
+            return operations
         }
-        places.drain()
-        ledger.expectClean("futures")
-        #expect(ledger.operations.load(ordering: .acquiring) >= stressThreadCount * stressOperationsPerThread)
     }
 
     private static func check(_ raced: RacedFuture, _ ledger: StressLedger) {

@@ -247,3 +247,33 @@ let stressThreadCount = 8
 struct StressError: Error, Equatable {
     let code: Int
 }
+
+/// Races `thread` on ``stressThreadCount`` threads, each with a generator seeded from `seed` and its
+/// index, a mailbox of its own and its neighbour's (to post work to). `thread` returns how many
+/// operations it made. Each thread then drains its mailbox until every thread is done (neighbours
+/// may still post to it); once `places` have drained, `ledger` must be clean and have counted every
+/// operation.
+func raceWithMailboxes(
+    _ what: String, seed: UInt64, places: StressPlaces, ledger: StressLedger,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ thread: @escaping @Sendable (
+        _ index: Int, _ random: inout SplitMix64, _ ownMailbox: Mailbox, _ neighbourMailbox: Mailbox
+    ) -> Int
+) {
+    let mailboxes = (0..<stressThreadCount).map { _ in Mailbox() }
+    let finishedThreads = AtomicCounter()
+    runOnThreads(stressThreadCount) { index in
+        var random = SplitMix64(state: UInt64(index) &+ seed)
+        let ownMailbox = mailboxes[index]
+        let operations = thread(index, &random, ownMailbox, mailboxes[(index + 1) % stressThreadCount])
+        ledger.count(operations)
+        finishedThreads.increment()
+        waitUntil("every stress thread to finish", meanwhile: ownMailbox.drain) {
+            finishedThreads.current == stressThreadCount
+        }
+    }
+    places.drain()
+    ledger.expectClean(what, sourceLocation: sourceLocation)
+    #expect(ledger.operations.load(ordering: .acquiring) >= stressThreadCount * stressOperationsPerThread,
+            sourceLocation: sourceLocation)
+}
