@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -128,4 +129,47 @@ public enum ExampleError: Error, CustomStringConvertible {
         case .notBuilt(let path): "\(path) was not built; run `swift build --build-tests` first"
         }
     }
+}
+
+/// How a child program ended and what it printed.
+public struct ProbeRun: Sendable {
+    /// Its exit status (or the signal that ended it), -1 if it could not be found.
+    public var status: Int32
+    /// Everything it wrote to standard output.
+    public var output: String
+    /// Everything it wrote to standard error.
+    public var errorOutput: String
+}
+
+/// Runs the program at `path` with `arguments`, in ``childEnvironment(disablingBacktracer:)``, to its
+/// end, and returns how it ended and what it printed. Records an issue (and returns status -1) if no
+/// program is there.
+public func runProbe(at path: String, arguments: [String]) throws -> ProbeRun {
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        Issue.record("\(path) was not built; run `swift build --build-tests` first")
+        return ProbeRun(status: -1, output: "", errorOutput: "")
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.environment = childEnvironment()
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    // Both pipes at once: a program filling one while the other is read to its end would block.
+    let errorData = Shared(Data())
+    let errorsRead = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+        errorData.value = errors.fileHandleForReading.readDataToEndOfFile()
+        errorsRead.signal()
+    }
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    errorsRead.wait()
+    process.waitUntilExit()
+    return ProbeRun(
+        status: process.terminationStatus,
+        output: String(decoding: outputData, as: UTF8.self),
+        errorOutput: String(decoding: errorData.value, as: UTF8.self))
 }
