@@ -24,3 +24,16 @@ extension VirtualTimeScheduler {
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
+
+/// Keeps `loop` busy in a job of its own, once it has started it, until the returned semaphore is
+/// signalled: whatever is scheduled meanwhile waits for the release.
+func holdLoop(_ loop: EventLoop) -> DispatchSemaphore {
+    let loopHeld = DispatchSemaphore(value: 0)
+    let releaseLoop = DispatchSemaphore(value: 0)
+    loop.execute {
+        loopHeld.signal()
+        releaseLoop.wait()
+    }
+    expectSignal(loopHeld, "the loop to be held")
+    return releaseLoop
+}
