@@ -47,12 +47,13 @@ public final class Callbacker<Value: Sendable>: @unchecked Sendable {
 
     /// Registers `callback` to be called by every later ``callAll(with:)``.
     ///
-    /// - Returns: a disposable that unregisters the callback (and lets go of it).
+    /// - Returns: a disposable that unregisters the callback (and lets go of it); letting go of the
+    ///   disposable unregisters it too, as in Flow, so keep it (a ``DisposeBag`` is the usual place).
     @preconcurrency @inlinable
     public func addCallback(_ callback: @escaping @Sendable (Value) -> Void) -> Disposable {
         let node = Node(callbacker: self, scheduler: nil, callback: callback)
         add(node)
-        return node
+        return CallbackerHandle(node)
     }
 
     /// Registers a signal listener: `callback` runs on `scheduler` with every later value, one value at
@@ -61,7 +62,7 @@ public final class Callbacker<Value: Sendable>: @unchecked Sendable {
     func addListener(on scheduler: Scheduler, _ callback: @escaping @Sendable (Value) -> Void) -> Disposable {
         let node = Node(callbacker: self, scheduler: scheduler, callback: callback)
         add(node)
-        return CallbackerListenerHandle(node)
+        return CallbackerHandle(node)
     }
 
     @inlinable
@@ -205,15 +206,15 @@ extension Callbacker: SignalProvider {
 }
 
 /// One callback of a ``Callbacker``: its closure, the scheduler it runs on (none for a plain callback)
-/// and whether it is still registered. A plain callback's node is the disposable `addCallback`
-/// returns; a listener's is held by a ``CallbackerListenerHandle``.
+/// and whether it is still registered. The list holds it; what the caller holds is a
+/// ``CallbackerHandle``, whose release unregisters it.
 ///
 /// Delivery reads `callback` and `scheduler` (immutable) and checks `isLive` (atomic) right before each
 /// call: a node disposed on the delivering thread gets nothing more.
 // @unchecked Sendable: `index` is read and written under the callbacker's lock; `liveness` is atomic;
 // `callbacker` is a weak reference written once, at initialisation; the rest is immutable.
 @usableFromInline
-final class CallbackerNode<Value: Sendable>: Disposable, @unchecked Sendable {
+final class CallbackerNode<Value: Sendable>: @unchecked Sendable {
     @usableFromInline let callback: @Sendable (Value) -> Void
     @usableFromInline let scheduler: Scheduler?
     /// Weak, so that a callback nobody disposes does not keep its callbacker alive through the list.
@@ -234,18 +235,19 @@ final class CallbackerNode<Value: Sendable>: Disposable, @unchecked Sendable {
 
     /// Unregisters the callback, once.
     @usableFromInline
-    func dispose() {
+    func unregister() {
         guard liveness.exchange(false, ordering: .acquiringAndReleasing) else { return }
         callbacker?.remove(self)
     }
 }
 
-/// What a listener of a Callbacker-backed signal gets back: disposing it, or letting go of it,
-/// unregisters the listener. Once disposed it holds nothing, so the listener's closure is released
-/// even while the handle is kept.
+/// What `addCallback` and a Callbacker-backed signal's `onValue` return: disposing it, or letting go of
+/// it, unregisters the callback (Flow's rule for disposables). Once disposed it holds nothing, so the
+/// closure is released even while the handle is kept. A second object besides the node because the
+/// list keeps the node alive: the handle's release is what tells that the caller let go.
 // @unchecked Sendable: the only stored property is atomic.
 @usableFromInline
-final class CallbackerListenerHandle<Value: Sendable>: Disposable, @unchecked Sendable {
+final class CallbackerHandle<Value: Sendable>: Disposable, @unchecked Sendable {
     @usableFromInline let node: Atomic<Unmanaged<CallbackerNode<Value>>?>
 
     @inlinable
@@ -256,7 +258,7 @@ final class CallbackerListenerHandle<Value: Sendable>: Disposable, @unchecked Se
     @usableFromInline
     func dispose() {
         guard let node = node.exchange(nil, ordering: .acquiringAndReleasing) else { return }
-        node.takeRetainedValue().dispose()
+        node.takeRetainedValue().unregister()
     }
 
     deinit { dispose() }
