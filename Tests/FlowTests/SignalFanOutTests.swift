@@ -155,4 +155,28 @@ struct SignalFanOutTests {
         #expect(onLoop.elements == Array(1...100))
         #expect(offLoop.load(ordering: .relaxed) == 0)
     }
+
+    @Test("a ReadWriteSignal's onValue listeners take the same path: each write in turn, a write from a callback after the round")
+    func readWriteSignalListeners() {
+        onTestScheduler {
+            let volume = ReadWriteSignal(0)
+            let calls = Recorder<String>()
+            let seenInside = Recorder<Int>()
+            let bag = DisposeBag()
+            bag += volume.onValue { value in
+                calls.append("a\(value)")
+                if value == 1 {
+                    volume.value = 2
+                    seenInside.append(volume.value)
+                }
+            }
+            bag += volume.onValue { calls.append("b\($0)") }
+            bag += volume.atOnce().onValue { calls.append("c\($0)") }
+            volume.value = 1
+            bag.dispose()
+            #expect(calls.elements == ["c0", "a1", "b1", "c1", "a2", "b2", "c2"])
+            #expect(seenInside.elements == [2], "the value changes at once")
+            #expect(volume.value == 2)
+        }
+    }
 }
