@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// Plain callbacks (``addCallback(_:)``) are called as Flow calls them: at once, on the calling thread,
 /// so a `callAll` from inside a callback runs the callbacks again, nested. Once a signal listener
-/// listens (`Signal(callbacker:).onValue`), values are delivered one at a time instead: a value sent
+/// listens (`onValue` on `Signal(callbacker:)` or on a `ReadWriteSignal`), values are delivered one
+/// at a time instead: a value sent
 /// while another is being delivered (from another thread, or from a callback) waits until every
 /// callback has had the current one, and is then delivered by the thread already delivering.
 // @unchecked Sendable: every stored property is read and written under `lock`; the lock also makes the
