@@ -154,17 +154,31 @@ public final class OpenFile: Sendable {
     /// ```
     public func readToEnd(limit: Int = 1 << 30) -> Future<[UInt8]> {
         status().flatMap(on: .none) { [self] status in
-            readRest(into: [], chunkSize: Int(min(max(status.size, 4096), 4 << 20)) + 1, limit: limit)
+            // Room for the whole file and a byte more: the read that finds the end then needs no new
+            // memory, and a file of the status's size is read in one request.
+            let collected = ReadCollector(capacity: min(Int(max(status.size, 0)), limit) + 1)
+            return readRest(into: collected, limit: limit)
         }
     }
 
-    private func readRest(into collected: [UInt8], chunkSize: Int, limit: Int) -> Future<[UInt8]> {
-        read(upTo: chunkSize).flatMap(on: .none) { [self] chunk -> Future<[UInt8]> in
-            if chunk.isEmpty { return Future(collected) }
-            guard collected.count + chunk.count <= limit else {
-                return Future(error: EventLoop.error(UV_EFBIG.rawValue))
-            }
-            return readRest(into: collected + chunk, chunkSize: chunkSize, limit: limit)
+    /// Reads into `collected` where it ends, until a read finds the end of the file. Every read lands
+    /// in the collector's memory, so the bytes are copied once, into the array handed out.
+    private func readRest(into collected: ReadCollector, limit: Int) -> Future<[UInt8]> {
+        if collected.count == collected.capacity {
+            collected.grow(upTo: limit + 1)   // the file grew since its status was read
+        }
+        let descriptor = descriptor
+        let room = min(collected.capacity - collected.count, 1 << 30)
+        let read: Future<Int> = FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            var slice = uv_buf_init(
+                collected.base.advanced(by: collected.count).assumingMemoryBound(to: CChar.self), UInt32(room))
+            return uv_fs_read(loop, request, descriptor, &slice, 1, -1, callback)
+        }, finish: { request in .success(Int(request.pointee.result)) })
+        return read.flatMap(on: .none) { [self] count -> Future<[UInt8]> in
+            if count == 0 { return Future(collected.bytes) }
+            collected.count += count
+            guard collected.count <= limit else { return Future(error: EventLoop.error(UV_EFBIG.rawValue)) }
+            return readRest(into: collected, limit: limit)
         }
     }
 
@@ -218,4 +232,37 @@ final class ReadTarget: @unchecked Sendable {
     deinit {
         base.deallocate()
     }
+}
+
+/// The memory ``OpenFile/readToEnd(limit:)`` reads into, one read after the other.
+final class ReadCollector: @unchecked Sendable {
+    // @unchecked Sendable: used by one read at a time; each read is submitted from the loop, fills the
+    // memory on a pool thread, and completes on the loop, before the next one starts.
+    private(set) var base: UnsafeMutableRawPointer
+    private(set) var capacity: Int
+    /// The bytes read so far.
+    var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+        base = .allocate(byteCount: self.capacity, alignment: 16)
+    }
+
+    deinit {
+        base.deallocate()
+    }
+
+    /// Doubles the memory (at least 64 KiB more), up to `limit` bytes.
+    func grow(upTo limit: Int) {
+        let grown = max(min(max(capacity * 2, capacity + 64 * 1024), limit), capacity)
+        guard grown > capacity else { return }
+        let larger = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
+        larger.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = larger
+        capacity = grown
+    }
+
+    /// The bytes read, as an array.
+    var bytes: [UInt8] { Array(UnsafeRawBufferPointer(start: base, count: count)) }
 }
