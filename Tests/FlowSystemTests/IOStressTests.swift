@@ -75,7 +75,7 @@ struct IOStressTests {
         defer { folder.cleanUp() }
         let path = folder.file("numbers")
         let content = (0..<4096).map { UInt8(truncatingIfNeeded: $0) }
-        FileManager.default.createFile(atPath: path, contents: Data(content))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(content)))
         let loop = EventLoop.startOnNewThread(name: "stress.files")
         defer { loop.shutdown() }
         let file = try #require(try wait(for: FileSystem.open(path, on: loop))?.get())

@@ -175,16 +175,18 @@ public final class OpenFile: Sendable {
             return uv_fs_read(loop, request, descriptor, &slice, 1, -1, callback)
         }, finish: { request in .success(Int(request.pointee.result)) })
         return read.flatMap(on: .none) { [self] count -> Future<[UInt8]> in
-            if count == 0 { return Future(collected.bytes) }
+            if count == 0 { return Future(collected.takeBytes()) }
             collected.count += count
             guard collected.count <= limit else { return Future(error: EventLoop.error(UV_EFBIG.rawValue)) }
             return readRest(into: collected, limit: limit)
         }
     }
 
-    /// The file from the current position as an `AsyncSequence` of chunks of up to `size` bytes. Each
-    /// step reads one chunk when asked: a consumer that is slow is never handed more than one chunk
-    /// ahead (back-pressure), whatever the file's size.
+    /// The file from the current position as an `AsyncSequence` of chunks of up to `size` bytes. The
+    /// reads run ahead of the consumer, one after the other, while at most
+    /// ``FileChunks/readAheadLimit`` chunks wait to be taken: a consumer that is slow holds that many
+    /// chunks at most (back-pressure), whatever the file's size, and one that keeps up never waits for
+    /// a read to start. The file's position moves with the reads, so it may be ahead of the chunks taken.
     ///
     /// ```swift
     /// for try await chunk in file.chunks(size: 65536) {
@@ -193,30 +195,6 @@ public final class OpenFile: Sendable {
     /// ```
     public func chunks(size: Int = 64 * 1024) -> FileChunks {
         FileChunks(file: self, size: size)
-    }
-}
-
-/// The chunks of an ``OpenFile``; see ``OpenFile/chunks(size:)``.
-public struct FileChunks: AsyncSequence, Sendable {
-    /// A chunk of bytes, never empty.
-    public typealias Element = [UInt8]
-
-    let file: OpenFile
-    let size: Int
-
-    /// Makes the iterator.
-    public func makeAsyncIterator() -> Iterator { Iterator(file: file, size: size) }
-
-    /// Reads chunk after chunk.
-    public struct Iterator: AsyncIteratorProtocol {
-        let file: OpenFile
-        let size: Int
-
-        /// The next chunk, or `nil` at the end of the file.
-        public mutating func next() async throws -> [UInt8]? {
-            let chunk = try await file.read(upTo: size).get()
-            return chunk.isEmpty ? nil : chunk
-        }
     }
 }
 
@@ -234,10 +212,13 @@ final class ReadTarget: @unchecked Sendable {
     }
 }
 
-/// The memory ``OpenFile/readToEnd(limit:)`` reads into, one read after the other.
+/// The memory ``OpenFile/readToEnd(limit:)`` reads into, one read after the other: the storage of the
+/// array it hands out, so the bytes are not copied again (a 1 GiB file would be copied once more, and
+/// its memory touched twice).
 final class ReadCollector: @unchecked Sendable {
     // @unchecked Sendable: used by one read at a time; each read is submitted from the loop, fills the
     // memory on a pool thread, and completes on the loop, before the next one starts.
+    private var storage: [UInt8]
     private(set) var base: UnsafeMutableRawPointer
     private(set) var capacity: Int
     /// The bytes read so far.
@@ -245,24 +226,37 @@ final class ReadCollector: @unchecked Sendable {
 
     init(capacity: Int) {
         self.capacity = max(capacity, 1)
-        base = .allocate(byteCount: self.capacity, alignment: 16)
+        (storage, base) = Self.makeStorage(self.capacity)
     }
 
-    deinit {
-        base.deallocate()
+    /// An array of `capacity` bytes for the reads to fill, and its memory. The array never changes
+    /// while reads fill it (so its memory stays where it is), and ``takeBytes()`` cuts off what they
+    /// did not fill before anyone reads it.
+    private static func makeStorage(_ capacity: Int) -> ([UInt8], UnsafeMutableRawPointer) {
+        var base: UnsafeMutableRawPointer?
+        let storage = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initializedCount in
+            base = UnsafeMutableRawPointer(buffer.baseAddress!)
+            initializedCount = capacity
+        }
+        return (storage, base!)
     }
 
     /// Doubles the memory (at least 64 KiB more), up to `limit` bytes.
     func grow(upTo limit: Int) {
         let grown = max(min(max(capacity * 2, capacity + 64 * 1024), limit), capacity)
         guard grown > capacity else { return }
-        let larger = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
-        larger.copyMemory(from: base, byteCount: count)
-        base.deallocate()
-        base = larger
-        capacity = grown
+        let (larger, largerBase) = Self.makeStorage(grown)
+        largerBase.copyMemory(from: base, byteCount: count)
+        (storage, base, capacity) = (larger, largerBase, grown)
     }
 
-    /// The bytes read, as an array.
-    var bytes: [UInt8] { Array(UnsafeRawBufferPointer(start: base, count: count)) }
+    /// The bytes read, as an array; the collector is done.
+    func takeBytes() -> [UInt8] {
+        var bytes = storage
+        storage = []
+        // Less than half used (a file that shrank, or grew past its status): an exact copy frees the rest.
+        if count < capacity / 2 { return Array(bytes[0..<count]) }
+        bytes.removeSubrange(count...)   // in place: the array is no longer shared
+        return bytes
+    }
 }
