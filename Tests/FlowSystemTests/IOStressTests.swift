@@ -41,7 +41,7 @@ struct IOStressTests {
     @Test func threadPoolWorkSubmittedObservedAndCancelledFromThreadsCompletesOnce() {
         let loop = EventLoop.startOnNewThread(name: "stress.pool")
         defer { loop.shutdown() }
-        let perThread = 200
+        let perThread = 500
         let completions = Completions(expected: Self.threadCount * perThread * 2)
         let ran = Atomic(0)
         Self.onThreads { thread in
@@ -79,7 +79,7 @@ struct IOStressTests {
         let loop = EventLoop.startOnNewThread(name: "stress.files")
         defer { loop.shutdown() }
         let file = try #require(try wait(for: FileSystem.open(path, on: loop))?.get())
-        let perThread = 100
+        let perThread = 250
         let completions = Completions(expected: Self.threadCount * perThread)
         Self.onThreads { thread in
             for index in 0..<perThread {
@@ -102,6 +102,30 @@ struct IOStressTests {
         #expect(openDescriptorCount(inside: folder.path) == 0)
     }
 
+    @Test func chunkSequencesReadConcurrentlyFromTasksGiveEveryByteInOrder() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("chunks")
+        let content = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        let loop = EventLoop.startOnNewThread(name: "stress.chunks")
+        defer { loop.shutdown() }
+        let matches = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<Self.threadCount {
+                group.addTask {
+                    let file = try await FileSystem.open(path, on: loop).get()
+                    var received: [UInt8] = []
+                    for try await chunk in file.chunks(size: 4_096) { received += chunk }
+                    try await file.close().get()
+                    return received == content
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(matches == Self.threadCount)
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
     @Test func udpSendsFromThreadsRacingACloseFromAnotherThreadEachCompleteOnce() throws {
         let loop = EventLoop.startOnNewThread(name: "stress.udp")
         defer { loop.shutdown() }
@@ -111,7 +135,7 @@ struct IOStressTests {
             server.onReceive { _ in received.add(1, ordering: .relaxed) }
             return (server, try UDPSocket.bind(host: "127.0.0.1", port: 0, on: loop))
         }
-        let perThread = 150
+        let perThread = 300
         let completions = Completions(expected: Self.threadCount * perThread)
         let succeeded = Atomic(0)
         let closer = DispatchGroup()
