@@ -33,28 +33,20 @@ public struct FileChunks: AsyncSequence, Sendable {
 /// Reads a file's chunks ahead of the consumer, up to ``FileChunks/readAheadLimit`` of them, and hands
 /// them out in order.
 ///
-/// A file that can seek (a regular file) is read at offsets, from the position it had when the
-/// iteration started, with several reads on the thread pool at once; its position is moved to the end
-/// once the end is found. A pipe or a terminal is read one read at a time, at its position.
+/// The reads run one after the other in a job on libuv's thread pool, which reads until that many
+/// chunks wait (or the file ends) and hands each chunk straight to a waiting consumer: no hop through
+/// the loop per chunk. Taking a chunk from a full buffer starts a new job. A file that can seek (a
+/// regular file) is read at offsets from the position it had when the iteration started, and its
+/// position is moved to the end once the end is found; a pipe or a terminal is read at its position.
 final class ChunkReader: Sendable {
-    private struct Slot {
-        let identifier: Int
-        /// The offset read, or `nil` for a read at the file's position.
-        let offset: Int64?
-        var result: Result<[UInt8]>?
-    }
-
     private struct State {
-        /// The reads started and not handed out, in the file's order.
-        var slots: [Slot] = []
-        var nextIdentifier = 0
+        /// Read and not taken yet.
+        var waiting: [[UInt8]] = []
         /// Where the next read starts, or `nil` for a file read at its position.
         var nextOffset: Int64?
-        /// Reads started and not finished, including those whose chunk was dropped.
-        var readsInFlight = 0
-        /// Whether a read found the end or failed: no read starts after it.
-        var isFinished = false
-        /// What the consumer gets once the reads in flight are done: the end, or a failure.
+        /// Whether a pool job is reading.
+        var isReading = false
+        /// What the consumer gets after the waiting chunks: the end (`nil`), or a failure.
         var ending: Swift.Result<[UInt8]?, Error>?
         /// A consumer waiting for the next chunk.
         var consumer: CheckedContinuation<[UInt8]?, Error>?
@@ -81,70 +73,86 @@ final class ChunkReader: Sendable {
                 return nil
             }
             if let ready { continuation.resume(with: ready) }
-            // A chunk was taken, or a consumer waits: either way more reads may start.
-            readMore()
+            // A chunk was taken, or a consumer waits: either way reading may go on.
+            startReading()
         }
     }
 
-    /// The first chunk if it has been read, or the ending once nothing is in flight.
+    /// The first waiting chunk, or the ending once every chunk was taken.
     private static func takeReady(_ state: inout State) -> Swift.Result<[UInt8]?, Error>? {
-        if let first = state.slots.first, let result = first.result {
-            state.slots.removeFirst()
-            return result.map { $0 }
-        }
-        if state.slots.isEmpty, state.readsInFlight == 0, let ending = state.ending { return ending }
-        return nil
+        if !state.waiting.isEmpty { return .success(state.waiting.removeFirst()) }
+        return state.ending
     }
 
-    /// Starts reads until ``FileChunks/readAheadLimit`` chunks are being read or waiting (one at a time
-    /// for a file read at its position).
-    private func readMore() {
-        let started = state.withLock { state -> [Slot] in
-            var started: [Slot] = []
-            while !state.isFinished, state.slots.count < FileChunks.readAheadLimit,
-                  state.nextOffset != nil || state.readsInFlight == 0 {
-                let slot = Slot(identifier: state.nextIdentifier, offset: state.nextOffset, result: nil)
-                state.nextIdentifier += 1
-                state.nextOffset = state.nextOffset.map { $0 + Int64(size) }
-                state.readsInFlight += 1
-                state.slots.append(slot)
-                started.append(slot)
+    /// Starts a pool job that reads, unless one is reading, enough chunks wait, or the file has ended.
+    private func startReading() {
+        let starts = state.withLock { state -> Bool in
+            guard !state.isReading, state.ending == nil, state.waiting.count < FileChunks.readAheadLimit else {
+                return false
             }
-            return started
+            state.isReading = true
+            return true
         }
-        for slot in started {
-            file.read(upTo: size, at: slot.offset).onResult(on: .none) { [self] result in
-                finish(slot, with: result)
-            }
-        }
+        guard starts else { return }
+        let job = PoolJob(run: { [self] in readOnPool() }, didFinish: {}, didCancel: { [self] in
+            // The pool refused the job (the loop is closing).
+            hand(.failure(EventLoopError.cancelledByClose), stopsReading: true)
+        })
+        let loop = file.loop
+        loop.inContext { job.submit(on: loop) }
     }
 
-    private func finish(_ slot: Slot, with result: Result<[UInt8]>) {
-        let (consumer, handOut) = state.withLock { state -> (CheckedContinuation<[UInt8]?, Error>?, Swift.Result<[UInt8]?, Error>?) in
-            state.readsInFlight -= 1
-            if let index = state.slots.firstIndex(where: { $0.identifier == slot.identifier }) {
-                let count = (try? result.get())?.count
-                if count == nil || count == 0 {
-                    // The end, or a failure: the reads after this one are dropped.
-                    state.slots.removeSubrange(index...)
-                    state.isFinished = true
-                    state.ending = result.map { _ in nil }
-                    if count == 0, let offset = slot.offset { _ = lseek(file.descriptor, off_t(offset), SEEK_SET) }
-                } else {
-                    state.slots[index].result = result
-                    if let count, count < size, let offset = slot.offset {
-                        // A short read before the end: the reads after it started at the wrong place.
-                        state.slots.removeSubrange((index + 1)...)
-                        state.nextOffset = offset + Int64(count)
-                    }
+    /// On a pool thread: reads chunk after chunk until enough wait or the file ends.
+    private func readOnPool() {
+        while true {
+            let offset = state.withLock { state -> Int64?? in
+                guard state.ending == nil, state.waiting.count < FileChunks.readAheadLimit else {
+                    state.isReading = false
+                    return .none
                 }
+                return .some(state.nextOffset)
             }
-            guard state.consumer != nil, let ready = Self.takeReady(&state) else { return (nil, nil) }
-            let consumer = state.consumer
+            guard case .some(let position) = offset else { return }
+            var failure: Int32 = 0
+            var chunk = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+                var read: Int
+                repeat {
+                    read = position.map { pread(file.descriptor, buffer.baseAddress, size, off_t($0)) }
+                        ?? Glibc.read(file.descriptor, buffer.baseAddress, size)
+                } while read < 0 && errno == EINTR
+                if read < 0 { failure = errno }
+                count = max(read, 0)
+            }
+            // A short read (a pipe, the end of the file) keeps only what it needs.
+            if chunk.count < size / 2 { chunk = Array(chunk[...]) }
+            if failure != 0 {
+                hand(.failure(EventLoop.error(-failure)), stopsReading: true)
+                return
+            }
+            if chunk.isEmpty {
+                if let position { _ = lseek(file.descriptor, off_t(position), SEEK_SET) }
+                hand(.success(nil), stopsReading: true)
+                return
+            }
+            hand(.success(chunk), stopsReading: false)
+        }
+    }
+
+    /// Hands a chunk (or the end, or a failure) to a waiting consumer, or keeps it for the next one.
+    private func hand(_ outcome: Swift.Result<[UInt8]?, Error>, stopsReading: Bool) {
+        let (consumer, ready) = state.withLock { state -> (CheckedContinuation<[UInt8]?, Error>?, Swift.Result<[UInt8]?, Error>?) in
+            switch outcome {
+            case .success(let chunk?):
+                state.waiting.append(chunk)
+                state.nextOffset = state.nextOffset.map { $0 + Int64(chunk.count) }
+            default:
+                state.ending = outcome
+            }
+            if stopsReading { state.isReading = false }
+            guard let consumer = state.consumer, let ready = Self.takeReady(&state) else { return (nil, nil) }
             state.consumer = nil
             return (consumer, ready)
         }
-        if let consumer, let handOut { consumer.resume(with: handOut) }
-        readMore()
+        if let consumer, let ready { consumer.resume(with: ready) }
     }
 }

@@ -185,10 +185,11 @@ public final class OpenFile: Sendable {
     /// The file from the current position as an `AsyncSequence` of chunks of up to `size` bytes, in
     /// order. Reads run ahead of the consumer, at most ``FileChunks/readAheadLimit`` chunks being read
     /// or waiting to be taken: a slow consumer holds that many chunks at most (back-pressure), whatever
-    /// the file's size, and one that keeps up rarely waits for a read. A regular file is read at
-    /// offsets, several reads at once on the thread pool, and its position is at the end once the
-    /// sequence ends; a pipe is read one read at a time. Close the file once the sequence has ended (a
-    /// loop left early may leave reads ahead running until they finish).
+    /// the file's size, and one that keeps up rarely waits for a read. The reads run in a job on the
+    /// thread pool that hands each chunk straight to the consumer, without a hop through the loop. A
+    /// regular file is read at offsets, and its position is at the end once the sequence ends. Close
+    /// the file once the sequence has ended (a loop left early may leave a read ahead running until it
+    /// finishes).
     ///
     /// ```swift
     /// for try await chunk in file.chunks(size: 65536) {
