@@ -1,5 +1,4 @@
 import Flow
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +53,7 @@ final class ChunkReader: Sendable {
 
     private let file: OpenFile
     private let size: Int
-    private let state: Synchronization.Mutex<State>
+    private let state: Locked<State>
 
     init(file: OpenFile, size: Int) {
         self.file = file
@@ -62,7 +61,7 @@ final class ChunkReader: Sendable {
         let position = lseek(file.descriptor, 0, SEEK_CUR)
         var initial = State()
         initial.nextOffset = position >= 0 ? Int64(position) : nil
-        state = Synchronization.Mutex(initial)
+        state = Locked(initial)
     }
 
     func next() async throws -> [UInt8]? {

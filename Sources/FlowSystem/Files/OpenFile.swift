@@ -48,7 +48,7 @@ public final class OpenFile: Sendable {
     public let loop: EventLoop
     /// The file descriptor.
     public let descriptor: Int32
-    private let isOpen = Synchronization.Mutex(true)
+    private let isOpen = Locked(true)
 
     init(descriptor: Int32, loop: EventLoop) {
         self.descriptor = descriptor
