@@ -79,10 +79,20 @@ let package = Package(
             ],
             path: "Examples/Tour"
         ),
+        // What the examples' command lines share: `--log-level`, port validation. Not a product.
+        .target(
+            name: "ExampleSupport",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/ExampleSupport"
+        ),
         .executableTarget(
             name: "EchoServer",
             dependencies: [
                 "Flow", "FlowNet", "FlowSystem", "FlowLogging",
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -94,6 +104,7 @@ let package = Package(
             name: "HTTPHello",
             dependencies: [
                 "Flow", "FlowNet", "FlowSystem", "HTTPParsing", "FlowLogging",
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -104,6 +115,7 @@ let package = Package(
             dependencies: [
                 "Flow", "FlowNet", "FlowTimers", "FlowServiceLifecycle", "FlowLogging",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -113,6 +125,7 @@ let package = Package(
             name: "RetryJob",
             dependencies: [
                 "Flow", "FlowNet", "FlowTimers", "FlowLogging",
+                "ExampleSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -134,20 +147,27 @@ let package = Package(
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
         // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
         .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred"], path: "Tests/Probes/MisuseProbe"),
-        .testTarget(name: "FlowTests", dependencies: ["Flow", "FlowTesting", "MainLoopProbe", "AsyncMainProbe"]),
-        .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow"]),
-        .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow"]),
+        // What the test targets share: loop runners with leak and hang checks, the live-futures trait,
+        // example processes. A plain target, not a product.
+        .target(name: "FlowTestSupport", dependencies: ["Flow", "CLibUV"], path: "Tests/FlowTestSupport"),
+        .testTarget(
+            name: "FlowTests",
+            dependencies: ["Flow", "FlowTesting", "FlowTestSupport", "MainLoopProbe", "AsyncMainProbe"]
+        ),
+        .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow", "FlowTestSupport"]),
+        .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow", "FlowTestSupport"]),
         .testTarget(
             name: "FlowReliabilityTests",
             dependencies: [
                 "Flow", "FlowTesting", "FlowTimers", "Deferred", "FlowNet", "EchoServer", "MisuseProbe",
+                "FlowTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(
             name: "FlowNIOTests",
             dependencies: [
-                "FlowNIO", "Flow",
+                "FlowNIO", "Flow", "FlowTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -156,7 +176,7 @@ let package = Package(
         .testTarget(
             name: "FlowServiceLifecycleTests",
             dependencies: [
-                "FlowServiceLifecycle", "Flow", "FlowNet", "ServiceGroupServer",
+                "FlowServiceLifecycle", "Flow", "FlowNet", "ServiceGroupServer", "FlowTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -167,9 +187,14 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowNetTests",
-            dependencies: ["FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour"]
+            dependencies: [
+                "FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour", "FlowTestSupport",
+            ]
         ),
-        .testTarget(name: "FlowSystemTests", dependencies: ["FlowSystem", "FlowNet", "Flow", "EchoServer", "Supervisor"]),
+        .testTarget(
+            name: "FlowSystemTests",
+            dependencies: ["FlowSystem", "FlowNet", "Flow", "EchoServer", "Supervisor", "FlowTestSupport"]
+        ),
 
         // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users
         // write it (captured `var`s mutated in callbacks, defaulted arguments), in Swift 5 mode.

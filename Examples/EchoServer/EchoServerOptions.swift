@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExampleSupport
 import Logging
 
 /// EchoServer's command line: `swift run EchoServer --help` lists it. A bad value is a usage error
@@ -24,15 +25,14 @@ struct EchoServerOptions: ParsableCommand {
     @Option(help: "Seconds open connections get to finish after SIGTERM or Ctrl-C.")
     var drainSeconds: Double = 5
 
-    @Option(help: "The least serious log level shown: trace, debug, info, notice, warning, error or critical.")
-    var logLevel: Logger.Level = .info
+    @OptionGroup var logging: LoggingOptions
+
+    var logLevel: Logger.Level { logging.logLevel }
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, not \(port).") }
+        try validatePort(port)
         guard drainSeconds >= 0, drainSeconds.isFinite else {
             throw ValidationError("--drain-seconds must be zero or a positive number of seconds, not \(drainSeconds).")
         }
     }
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExampleSupport
 import HTTPParsing
 import Logging
 
@@ -40,11 +41,12 @@ struct HTTPHelloOptions: ParsableCommand {
     @Option(help: "Connections one loop holds (default: the descriptor limit less 32, shared by the loops).")
     var maxConnections: Int?
 
-    @Option(help: "The least serious log level shown: trace, debug, info, notice, warning, error or critical.")
-    var logLevel: Logger.Level = .info
+    @OptionGroup var logging: LoggingOptions
+
+    var logLevel: Logger.Level { logging.logLevel }
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, not \(port).") }
+        try validatePort(port)
         guard loops >= 1 else { throw ValidationError("--loops must be at least 1, not \(loops).") }
         // At most a year: deadlines are kept in nanoseconds of a UInt64.
         for (name, seconds) in [("--request-timeout", requestTimeout), ("--idle-timeout", idleTimeout)] {
@@ -63,5 +65,3 @@ struct HTTPHelloOptions: ParsableCommand {
     /// The options the program was started with, read once; a bad command line exits here.
     static let parsed = HTTPHelloOptions.parseOrExit()
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}

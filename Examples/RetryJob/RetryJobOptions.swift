@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExampleSupport
 import Logging
 
 /// RetryJob's command line: `swift run RetryJob --help` lists it. A bad value is a usage error (exit
@@ -14,13 +15,12 @@ struct RetryJobOptions: ParsableCommand {
     @Option(help: "How many times the job retries after its first attempt before it gives up.")
     var maxRetries = 5
 
-    @Option(help: "The least serious log level shown: trace, debug, info, notice, warning, error or critical.")
-    var logLevel: Logger.Level = .info
+    @OptionGroup var logging: LoggingOptions
+
+    var logLevel: Logger.Level { logging.logLevel }
 
     func validate() throws {
         guard failFirst >= 0 else { throw ValidationError("--fail-first must be 0 or more, not \(failFirst).") }
         guard maxRetries >= 0 else { throw ValidationError("--max-retries must be 0 or more, not \(maxRetries).") }
     }
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}

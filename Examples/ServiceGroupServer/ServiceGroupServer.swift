@@ -7,6 +7,7 @@
 //     kill -TERM <pid>           # or Ctrl-C
 
 import ArgumentParser
+import ExampleSupport
 import Flow
 import FlowLogging
 import FlowNet
@@ -39,11 +40,12 @@ struct ServiceGroupServer: AsyncParsableCommand {
     @Option(help: "Seconds open connections get to finish once shutdown begins.")
     var shutdownDeadline = 5.0
 
-    @Option(help: "The least serious log level shown: trace, debug, info, notice, warning, error or critical.")
-    var logLevel: Logger.Level = .info
+    @OptionGroup var logging: LoggingOptions
+
+    var logLevel: Logger.Level { logging.logLevel }
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, not \(port).") }
+        try validatePort(port)
         guard loops > 0 else { throw ValidationError("--loops must be at least 1, not \(loops).") }
         guard interval > 0, interval.isFinite else { throw ValidationError("--interval must be a positive number of seconds.") }
         guard shutdownDeadline >= 0, shutdownDeadline.isFinite else {
@@ -70,8 +72,6 @@ struct ServiceGroupServer: AsyncParsableCommand {
         print("ServiceGroupServer stopped")
     }
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 /// The answer to every chunk a client sends, made once and shared by every write.
 let helloLine = SharedBytes("hello\n")

@@ -10,13 +10,6 @@ import Dispatch
 import Foundation
 import Testing
 
-/// The producer the snippets call: friends fetched on a background queue.
-private func fetchFriends(for user: User) -> Deferred<[Friend]> {
-    let friends = Deferred<[Friend]>()
-    DispatchQueue.global().async { friends.fill(with: jimbobsFriends) }
-    return friends
-}
-
 private final class FriendsViewController {
     typealias Value = [Friend]
 

@@ -37,12 +37,6 @@ private func readString() -> Deferred<String> {
     return deferredResult
 }
 
-private func fetchFriends(for user: User) -> Deferred<[Friend]> {
-    let friends = Deferred<[Friend]>()
-    DispatchQueue.global().async { friends.fill(with: jimbobsFriends) }
-    return friends
-}
-
 // MARK: - Client
 
 private final class FriendsViewController {

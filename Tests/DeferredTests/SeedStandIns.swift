@@ -50,6 +50,14 @@ func getFriends(forUser user: User) -> [Friend] {
     jimbobsFriends
 }
 
+/// The producer the seeds' clients call (the seeds' own producers are tested in
+/// DeprecatedNamesTests.swift): friends fetched on a background queue.
+func fetchFriends(for user: User) -> Deferred<[Friend]> {
+    let friends = Deferred<[Friend]>()
+    DispatchQueue.global().async { friends.fill(with: jimbobsFriends) }
+    return friends
+}
+
 func computeResult() -> Int {
     42
 }

@@ -167,4 +167,20 @@ struct TaskTests {
         let failed = Task(Deferred<Task<Int>.Result>()).andSuccess(of: Task<String>(failure: TestError(code: 3)))
         #expect(throws: TestError(code: 3)) { try failed.peek()?.get() }
     }
+
+    @Test("andSuccess of 2 to 8 tasks puts each task's value in its task's position")
+    func andSuccessKeepsPositions() throws {
+        func task(_ value: Int) -> Task<Int> { Task(success: value) }
+        func result<Success>(_ task: Task<Success>) throws -> Success {
+            try #require(try task.wait(until: .now() + hangGuard)?.get())
+        }
+        let two = try result(task(0).andSuccess(of: task(1)))
+        #expect([two.0, two.1] == [0, 1])
+        let five = try result(task(0).andSuccess(of: task(1), task(2), task(3), task(4)))
+        #expect([five.0, five.1, five.2, five.3, five.4] == [0, 1, 2, 3, 4])
+        let eight = try result(task(0).andSuccess(of: task(1), task(2), task(3), task(4), task(5), task(6), task(7)))
+        #expect([eight.0, eight.1, eight.2, eight.3, eight.4, eight.5, eight.6, eight.7] == Array(0..<8))
+        let mixed = try result(task(0).andSuccess(of: Task(success: "one"), Task(success: 2.0)))
+        #expect(mixed.0 == 0 && mixed.1 == "one" && mixed.2 == 2.0)
+    }
 }

@@ -1,20 +1,8 @@
 import Dispatch
 import Flow
+// Every file of this target sees what the test targets share.
+@_exported import FlowTestSupport
 import NIOPosix
-import Synchronization
-import Testing
-
-/// A value shared between a test and the work it schedules, guarded by a lock ThreadSanitizer sees
-/// (Flow's `Locked`: `Synchronization.Mutex` locks where ThreadSanitizer cannot see it).
-final class Shared<Value: Sendable>: Sendable {
-    private let storage: Locked<Value>
-
-    init(_ value: Value) { storage = Locked(value) }
-
-    var value: Value { storage.withLock { $0 } }
-
-    func set(_ newValue: Value) { storage.withLock { $0 = newValue } }
-}
 
 /// An error a test fails a future with, to check that the same error comes out the other side.
 struct TestFailure: Error, Equatable {
@@ -39,27 +27,4 @@ func withFlowLoop<T>(_ body: (Flow.EventLoop) async throws -> T) async throws ->
     let loop = Flow.EventLoop.startOnNewThread(name: "flownio.test")
     defer { loop.shutdown() }
     return try await body(loop)
-}
-
-/// Checks that every future a test created has been freed when the test ends.
-struct ChecksLiveFutures: TestTrait, SuiteTrait, TestScoping {
-    var isRecursive: Bool { true }
-
-    func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
-    ) async throws {
-        guard testCase != nil else {
-            try await function()
-            return
-        }
-        let count = LiveFutureCount()
-        try await count.track { try await function() }
-        let noneAlive = await count.waitUntilNoneAlive(timeout: .seconds(10))
-        #expect(noneAlive, "futures created by the test are still alive when it ends (\(count.value))")
-    }
-}
-
-extension Trait where Self == ChecksLiveFutures {
-    /// Fails a test that leaves futures alive when it ends.
-    static var checksLiveFutures: ChecksLiveFutures { ChecksLiveFutures() }
 }

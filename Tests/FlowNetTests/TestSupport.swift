@@ -2,63 +2,13 @@ import Dispatch
 import Flow
 import FlowNet
 import Foundation
-import Synchronization
+// Every file of this target sees what the test targets share.
+@_exported import FlowTestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A generous bound on waits for things that take milliseconds: reached only by a broken test, so
-/// that it fails instead of hanging.
-let hangGuardSeconds = 30
-
-/// A value shared between a test and the work it schedules, guarded by a mutex.
-final class Shared<Value: Sendable>: Sendable {
-    private let storage: Synchronization.Mutex<Value>
-
-    init(_ value: Value) { storage = Synchronization.Mutex(value) }
-
-    var value: Value {
-        get { storage.withLock { $0 } }
-        set { storage.withLock { $0 = newValue } }
-    }
-
-    @discardableResult
-    func mutate<R: Sendable>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
-}
-
-/// State a test keeps between the callbacks of its loop.
-final class LoopState<Value>: @unchecked Sendable {
-    // @unchecked Sendable: only touched on the test's loop, whose callbacks all run on the thread
-    // inside `runLoop`.
-    var value: Value
-
-    init(_ value: Value) { self.value = value }
-}
-
-/// Runs `body` on a new loop on the calling thread, and returns once the loop's `run()` returns:
-/// when every handle the test opened has been closed. A watchdog stops a loop still running after
-/// ``hangGuardSeconds`` and records a failure.
-func runLoop(
-    _ name: String = "net.test", sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: @escaping @Sendable (EventLoop) -> Void
-) throws {
-    let loop = EventLoop(name: name)
-    let isFinished = Shared(false)
-    let timedOut = Shared(false)
-    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(hangGuardSeconds)) {
-        guard !isFinished.value else { return }
-        timedOut.value = true
-        loop.stop()
-    }
-    loop.execute { body(loop) }
-    try loop.run()
-    isFinished.value = true
-    #expect(!timedOut.value, "the loop still had open handles or pending work after \(hangGuardSeconds) s",
-            sourceLocation: sourceLocation)
-    try loop.close()
-}
 
 /// Repeats `step` on the loop until it returns false (each step returning a future to wait for).
 func repeatOnLoop(_ step: @escaping @Sendable () -> Future<Bool>) {
@@ -163,88 +113,6 @@ final class LoopbackClient {
             received += buffer[..<count]
         }
         return String(decoding: received, as: UTF8.self)
-    }
-}
-
-/// An example program run as a child process, built next to the test bundle.
-final class ExampleProcess {
-    private let process = Process()
-    private let output = Pipe()
-    private var pendingOutput: [UInt8] = []
-
-    init(_ name: String, arguments: [String]) throws {
-        let testBinary = URL(
-            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        let executable = testBinary.deletingLastPathComponent().appendingPathComponent(name)
-        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
-            throw ExampleError.notBuilt(executable.path)
-        }
-        process.executableURL = executable
-        process.arguments = arguments
-        // Under AddressSanitizer: no symbolizer holding the output pipe open, no leak check at exit
-        // (an example killed mid-work is not leaking).
-        var environment = ProcessInfo.processInfo.environment
-        environment["ASAN_OPTIONS"] = (environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "symbolize=0:detect_leaks=0"
-        process.environment = environment
-        process.standardOutput = output
-        try process.run()
-        // A child that never prints would block `readLine` for good: end it after the hang guard.
-        let pid = process.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(hangGuardSeconds)) { [process] in
-            if process.isRunning { kill(pid, SIGKILL) }
-        }
-    }
-
-    /// The program's process id.
-    var processIdentifier: Int32 { process.processIdentifier }
-
-    /// How many file descriptors the program has open (from `/proc/<pid>/fd`).
-    var openDescriptorCount: Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count) ?? -1
-    }
-
-    /// The next line the program printed, or `nil` if its output ended first.
-    func readLine() -> String? {
-        while true {
-            if let newline = pendingOutput.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pendingOutput[..<newline], as: UTF8.self)
-                pendingOutput.removeSubrange(...newline)
-                return line
-            }
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { return nil }
-            pendingOutput += data
-        }
-    }
-
-    /// Waits for the program to exit by itself and returns its exit status.
-    func waitForExit() -> Int32 {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    /// Sends `signal` to the program (the examples watch `SIGTERM` and `SIGINT` to stop gracefully).
-    func send(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
-    }
-
-    /// Ends the program and waits for it.
-    ///
-    /// With SIGKILL: a child started from a Dispatch worker thread inherits that thread's signal mask,
-    /// in which SIGTERM is blocked, so `Process.terminate()` would not end it.
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-}
-
-enum ExampleError: Error, CustomStringConvertible {
-    case notBuilt(String)
-
-    var description: String {
-        switch self {
-        case .notBuilt(let path): "\(path) was not built; run `swift build --build-tests` first"
-        }
     }
 }
 

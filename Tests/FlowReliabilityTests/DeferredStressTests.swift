@@ -20,13 +20,8 @@ struct DeferredStressTests {
         let places = StressPlaces()
         defer { places.shutdown() }
         let ledger = StressLedger()
-        let mailboxes = (0..<stressThreadCount).map { _ in Mailbox() }
-        let finishedThreads = AtomicCounter()
-
-        runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xDEFE)
-            let ownMailbox = mailboxes[index]
-            let neighbourMailbox = mailboxes[(index + 1) % stressThreadCount]
+        raceWithMailboxes("Deferred", seed: 0xDEFE, places: places, ledger: ledger) {
+            index, random, ownMailbox, neighbourMailbox in
             var operations = 0
             while operations < stressOperationsPerThread {
                 var batch: [RacedDeferred] = []
@@ -83,14 +78,7 @@ struct DeferredStressTests {
                     ledger.missing.add(1, ordering: .relaxed)
                 }
             }
-            ledger.count(operations)
-            finishedThreads.increment()
-            waitUntil("every stress thread to finish", meanwhile: ownMailbox.drain) {
-                finishedThreads.current == stressThreadCount
-            }
+            return operations
         }
-        places.drain()
-        ledger.expectClean("Deferred")
-        #expect(ledger.operations.load(ordering: .acquiring) >= stressThreadCount * stressOperationsPerThread)
     }
 }

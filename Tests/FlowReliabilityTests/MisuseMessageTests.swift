@@ -62,36 +62,10 @@ struct MisuseMessageTests {
 }
 
 private func debugProbePath() throws -> String {
-    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-    return testBinary.deletingLastPathComponent().appendingPathComponent("MisuseProbe").path
+    try builtExecutable("MisuseProbe").path
 }
 
 /// Runs the probe at `path` with `argument`; returns its exit status and output.
-private func runMisuseProbe(
-    _ path: String, _ argument: String
-) throws -> (status: Int32, output: String, errorOutput: String) {
-    guard FileManager.default.isExecutableFile(atPath: path) else {
-        Issue.record("no MisuseProbe at \(path); run `swift build --build-tests` (or build the release one) first")
-        return (-1, "", "")
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = [argument]
-    var environment = ProcessInfo.processInfo.environment
-    // No backtrace (it takes seconds and would fill the pipe); no leak report from a program stopped on purpose.
-    environment["SWIFT_BACKTRACE"] = "enable=no"
-    environment["ASAN_OPTIONS"] = (environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "detect_leaks=0"
-    process.environment = environment
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (
-        process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-        String(decoding: errorData, as: UTF8.self)
-    )
+private func runMisuseProbe(_ path: String, _ argument: String) throws -> ProbeRun {
+    try runProbe(at: path, arguments: [argument])
 }

@@ -13,7 +13,7 @@ func wait<Value>(
 ) -> Result<Value>? {
     let done = DispatchSemaphore(value: 0)
     future.onResult(on: .none) { _ in done.signal() }
-    guard done.wait(timeout: .now() + hangGuard) == .success else {
+    guard done.wait(timeout: .now() + reliabilityHangGuard) == .success else {
         Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
         return nil
     }

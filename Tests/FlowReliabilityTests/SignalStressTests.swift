@@ -77,7 +77,7 @@ struct SignalStressTests {
         let valuesPerThread = self.valuesPerThread
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0x5167)
+            var random = SplitMix64(state: UInt64(index) &+ 0x5167)
             var listener: Disposable?
             for sequence in 0..<valuesPerThread {
                 callbacker.callAll(with: (index << 32) | sequence)

@@ -103,7 +103,7 @@ struct SoakTests {
             }
         }
         for _ in 0..<clients {
-            _ = finished.wait(timeout: .now() + hangGuard + .seconds(Int(seconds)))
+            _ = finished.wait(timeout: .now() + reliabilityHangGuard + .seconds(Int(seconds)))
         }
         return runs.current
     }

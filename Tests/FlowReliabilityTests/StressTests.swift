@@ -26,13 +26,8 @@ struct StressTests {
         let places = StressPlaces()
         defer { places.shutdown() }
         let ledger = StressLedger()
-        let mailboxes = (0..<stressThreadCount).map { _ in Mailbox() }
-        let finishedThreads = AtomicCounter()
-
-        runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0x5EED)
-            let ownMailbox = mailboxes[index]
-            let neighbourMailbox = mailboxes[(index + 1) % stressThreadCount]
+        raceWithMailboxes("futures", seed: 0x5EED, places: places, ledger: ledger) {
+            index, random, ownMailbox, neighbourMailbox in
             var operations = 0
             var batchNumber = 0
             while operations < stressOperationsPerThread {
@@ -93,16 +88,8 @@ struct StressTests {
                 }
                 batchNumber += 1
             }
-            ledger.count(operations)
-            finishedThreads.increment()
-            // Neighbours may still post completions here until they are done too.
-            waitUntil("every stress thread to finish", meanwhile: ownMailbox.drain) {
-                finishedThreads.current == stressThreadCount
-            }
+            return operations
         }
-        places.drain()
-        ledger.expectClean("futures")
-        #expect(ledger.operations.load(ordering: .acquiring) >= stressThreadCount * stressOperationsPerThread)
     }
 
     private static func check(_ raced: RacedFuture, _ ledger: StressLedger) {
@@ -132,7 +119,7 @@ struct StressTests {
         let ledger = StressLedger()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xBEEF)
+            var random = SplitMix64(state: UInt64(index) &+ 0xBEEF)
             var operations = 0
             while operations < stressOperationsPerThread {
                 var batch: [(leaf: Future<Int>, attempts: AtomicCounter, observer: Probe, isCancelled: Bool)] = []
@@ -200,7 +187,7 @@ struct StressTests {
         let outOfOrder = AtomicCounter()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xF00D)
+            var random = SplitMix64(state: UInt64(index) &+ 0xF00D)
             var operations = 0
             var sequenceA = 0
             var sequenceB = 0
@@ -279,7 +266,7 @@ struct StressTests {
         let wrongStart = AtomicCounter()
 
         runOnThreads(stressThreadCount) { index in
-            var random = SplitMix(state: UInt64(index) &+ 0xCAFE)
+            var random = SplitMix64(state: UInt64(index) &+ 0xCAFE)
             var operations = 0
             while operations < stressOperationsPerThread {
                 var batch: [(result: Future<Int>, observer: Probe, isCancelled: Bool)] = []

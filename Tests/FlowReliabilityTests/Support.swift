@@ -1,6 +1,8 @@
 import Dispatch
 import Flow
 import Foundation
+// Every file of this target sees what the test targets share.
+@_exported import FlowTestSupport
 import Synchronization
 import Testing
 
@@ -10,7 +12,7 @@ import Glibc
 
 /// A generous bound on waits for things that happen within milliseconds or seconds: reached only
 /// when a test is broken, so that it fails instead of hanging CI. Not a timing assertion.
-let hangGuard: DispatchTimeInterval = .seconds(120)
+let reliabilityHangGuard: DispatchTimeInterval = .seconds(120)
 
 /// A value guarded by a `pthread_mutex_t`.
 ///
@@ -127,7 +129,7 @@ final class StressPlaces: Sendable {
             loopA.execute { done.signal() }
             loopB.execute { done.signal() }
             dispatchQueue.async { done.signal() }
-            for _ in 0..<3 { _ = done.wait(timeout: .now() + hangGuard) }
+            for _ in 0..<3 { _ = done.wait(timeout: .now() + reliabilityHangGuard) }
         }
     }
 
@@ -223,7 +225,7 @@ func waitUntil(
     _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
     meanwhile: () -> Void = {}, _ condition: () -> Bool
 ) {
-    let deadline = DispatchTime.now() + hangGuard
+    let deadline = DispatchTime.now() + reliabilityHangGuard
     while !condition() {
         meanwhile()
         if DispatchTime.now() > deadline {
@@ -246,15 +248,32 @@ struct StressError: Error, Equatable {
     let code: Int
 }
 
-/// A small deterministic random generator (SplitMix64), so that a failing run can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
+/// Races `thread` on ``stressThreadCount`` threads, each with a generator seeded from `seed` and its
+/// index, a mailbox of its own and its neighbour's (to post work to). `thread` returns how many
+/// operations it made. Each thread then drains its mailbox until every thread is done (neighbours
+/// may still post to it); once `places` have drained, `ledger` must be clean and have counted every
+/// operation.
+func raceWithMailboxes(
+    _ what: String, seed: UInt64, places: StressPlaces, ledger: StressLedger,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ thread: @escaping @Sendable (
+        _ index: Int, _ random: inout SplitMix64, _ ownMailbox: Mailbox, _ neighbourMailbox: Mailbox
+    ) -> Int
+) {
+    let mailboxes = (0..<stressThreadCount).map { _ in Mailbox() }
+    let finishedThreads = AtomicCounter()
+    runOnThreads(stressThreadCount) { index in
+        var random = SplitMix64(state: UInt64(index) &+ seed)
+        let ownMailbox = mailboxes[index]
+        let operations = thread(index, &random, ownMailbox, mailboxes[(index + 1) % stressThreadCount])
+        ledger.count(operations)
+        finishedThreads.increment()
+        waitUntil("every stress thread to finish", meanwhile: ownMailbox.drain) {
+            finishedThreads.current == stressThreadCount
+        }
     }
+    places.drain()
+    ledger.expectClean(what, sourceLocation: sourceLocation)
+    #expect(ledger.operations.load(ordering: .acquiring) >= stressThreadCount * stressOperationsPerThread,
+            sourceLocation: sourceLocation)
 }

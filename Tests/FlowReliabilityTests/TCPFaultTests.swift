@@ -39,7 +39,7 @@ struct TCPFaultTests {
         let connected = wait(for: TCPConnection.connect(host: "127.0.0.1", port: peer.port, on: loop), "the connect")
         resetNow.signal()
         let connection = try #require(connected?.value)
-        #expect(peerDone.wait(timeout: .now() + hangGuard) == .success)
+        #expect(peerDone.wait(timeout: .now() + reliabilityHangGuard) == .success)
         // Writes go out until the reset reaches this side; a bounded number of them.
         let chunk = SharedBytes([UInt8](repeating: 0x5A, count: 64 * 1024))
         var failure: Error?
@@ -213,7 +213,7 @@ final class RawListener: @unchecked Sendable {
     /// Accepts one connection and, once `signal` says so, closes it with a reset.
     func acceptAndReset(after signal: DispatchSemaphore) {
         let accepted = accept(descriptor, nil, nil)
-        _ = signal.wait(timeout: .now() + hangGuard)
+        _ = signal.wait(timeout: .now() + reliabilityHangGuard)
         guard accepted >= 0 else { return }
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         setsockopt(accepted, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))

@@ -1,6 +1,8 @@
 import Flow
 import FlowNet
 import FlowServiceLifecycle
+// Every file of this target sees what the test targets share.
+@_exported import FlowTestSupport
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -38,13 +40,6 @@ final class Latch: Sendable {
 }
 
 /// A value shared between a test and its server, guarded by Flow's `Locked`, which ThreadSanitizer sees.
-final class Shared<Value: Sendable>: Sendable {
-    private let storage: Locked<Value>
-    init(_ value: Value) { storage = Locked(value) }
-    var value: Value { storage.withLock { $0 } }
-    func set(_ newValue: Value) { storage.withLock { $0 = newValue } }
-}
-
 /// A server for the tests: each connection waits for the client to send a byte, answers it, and
 /// closes; it counts as work in progress until then.
 struct TestServer {
@@ -188,27 +183,4 @@ struct ServiceTests {
         }
         loop.shutdown()
     }
-}
-
-/// Checks that every future a test created has been freed when the test ends.
-struct ChecksLiveFutures: TestTrait, SuiteTrait, TestScoping {
-    var isRecursive: Bool { true }
-
-    func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
-    ) async throws {
-        guard testCase != nil else {
-            try await function()
-            return
-        }
-        let count = LiveFutureCount()
-        try await count.track { try await function() }
-        let noneAlive = await count.waitUntilNoneAlive(timeout: .seconds(10))
-        #expect(noneAlive, "futures created by the test are still alive when it ends (\(count.value))")
-    }
-}
-
-extension Trait where Self == ChecksLiveFutures {
-    /// Fails a test that leaves futures alive when it ends.
-    static var checksLiveFutures: ChecksLiveFutures { ChecksLiveFutures() }
 }

@@ -6,60 +6,30 @@ import Glibc
 #endif
 
 /// The Supervisor example run as a child process, its output read line by line.
-final class SupervisorProcess {
-    private let process = Process()
-    private let output = Pipe()
-    private var pending: [UInt8] = []
+func supervisorProcess(_ arguments: [String]) throws -> ExampleProcess {
+    try ExampleProcess("Supervisor", arguments: arguments)
+}
 
-    init(_ arguments: [String]) throws {
-        let testBinary = URL(
-            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        process.executableURL = testBinary.deletingLastPathComponent().appendingPathComponent("Supervisor")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["ASAN_OPTIONS"] = (environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "symbolize=0:detect_leaks=0"
-        process.environment = environment
-        process.standardOutput = output
-        try process.run()
-        let pid = process.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(hangGuardSeconds)) { [process] in
-            if process.isRunning { kill(pid, SIGKILL) }
-        }
-    }
-
+extension ExampleProcess {
     /// The next line printed, without its time stamp, or `nil` at the end of the output.
     func readMessage() -> String? {
-        while true {
-            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
-                #expect(line.hasPrefix("[+") && line.contains(" ms] ") || !line.hasPrefix("["), "stamped: \(line)")
-                return line.hasPrefix("[+") ? String(line.drop { $0 != "]" }.dropFirst(2)) : line
-            }
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { return nil }
-            pending += data
-        }
+        guard let line = readLine() else { return nil }
+        #expect(line.hasPrefix("[+") && line.contains(" ms] ") || !line.hasPrefix("["), "stamped: \(line)")
+        return line.hasPrefix("[+") ? String(line.drop { $0 != "]" }.dropFirst(2)) : line
     }
 
+    /// Every line printed until the end of the output, without time stamps.
     func readAll() -> [String] {
         var lines: [String] = []
         while let line = readMessage() { lines.append(line) }
         return lines
-    }
-
-    func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
-
-    func waitForExit() -> Int32 {
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }
 
 @Suite("Supervisor example")
 struct SupervisorTests {
     @Test func aCommandThatKeepsFailingIsRetriedWithGrowingDelaysThenGivenUp() throws {
-        let supervisor = try SupervisorProcess(
+        let supervisor = try supervisorProcess(
             ["--max-attempts", "3", "--initial-delay", "0.02", "--", "/bin/sh", "-c", "exit 4"])
         let lines = supervisor.readAll()
         #expect(supervisor.waitForExit() == 1)
@@ -82,7 +52,7 @@ struct SupervisorTests {
         defer { folder.cleanUp() }
         let counter = folder.file("count")
         let script = "n=$(cat \(counter) 2>/dev/null || echo 0); n=$((n+1)); echo $n > \(counter); echo run $n; [ $n -ge 3 ]"
-        let supervisor = try SupervisorProcess(["--initial-delay", "0.01", "--", "/bin/sh", "-c", script])
+        let supervisor = try supervisorProcess(["--initial-delay", "0.01", "--", "/bin/sh", "-c", script])
         let lines = supervisor.readAll()
         #expect(supervisor.waitForExit() == 0)
         #expect(lines.filter { $0.hasPrefix("run ") } == ["run 1", "run 2", "run 3"], "the command's own output")
@@ -90,7 +60,7 @@ struct SupervisorTests {
     }
 
     @Test func sigtermIsPassedOnToTheCommandAndTheSupervisorExitsZero() throws {
-        let supervisor = try SupervisorProcess(["--", "/bin/sh", "-c", "echo ready; exec sleep 30"])
+        let supervisor = try supervisorProcess(["--", "/bin/sh", "-c", "echo ready; exec sleep 30"])
         while let line = supervisor.readMessage(), line != "ready" {}
         supervisor.send(SIGTERM)
         let lines = supervisor.readAll()
@@ -100,7 +70,7 @@ struct SupervisorTests {
     }
 
     @Test func aCommandThatCannotBeStartedIsAClearError() throws {
-        let supervisor = try SupervisorProcess(["--", "/no/such/program"])
+        let supervisor = try supervisorProcess(["--", "/no/such/program"])
         let lines = supervisor.readAll()
         #expect(supervisor.waitForExit() == 2)
         #expect(lines.last == "attempt 1: cannot start /no/such/program: ENOENT: no such file or directory")

@@ -2,19 +2,6 @@ import FlowTimers
 import Synchronization
 import Testing
 
-/// A small deterministic generator (SplitMix64), so jittered delays are repeatable.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
-
 @Suite("Backoff strategies")
 struct BackoffTests {
     @Test("constant waits the same before every retry")

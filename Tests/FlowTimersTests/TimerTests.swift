@@ -187,13 +187,7 @@ struct TimerTests {
             let timersPerThread = 50
             let total = threadCount * timersPerThread
             // Hold the loop so that every timer is in its heap before the first one fires.
-            let loopHeld = DispatchSemaphore(value: 0)
-            let releaseLoop = DispatchSemaphore(value: 0)
-            loop.execute {
-                loopHeld.signal()
-                releaseLoop.wait()
-            }
-            expectSignal(loopHeld, "the loop to be held")
+            let releaseLoop = holdLoop(loop)
             let base = scheduler.uptimeNanoseconds
             let fired = Recorder<UInt64>()
             let firedOnLoop = Shared(true)
@@ -221,13 +215,7 @@ struct TimerTests {
     func timersDisposedFromAnotherThread() {
         withLoopOnOwnThread { loop in
             let scheduler: Scheduler = loop.scheduler
-            let loopHeld = DispatchSemaphore(value: 0)
-            let releaseLoop = DispatchSemaphore(value: 0)
-            loop.execute {
-                loopHeld.signal()
-                releaseLoop.wait()
-            }
-            expectSignal(loopHeld, "the loop to be held")
+            let releaseLoop = holdLoop(loop)
             let fired = Recorder<Int>()
             let timers = (0..<100).map { index in scheduler.timer(after: 0) { fired.append(index) } }
             for (index, timer) in timers.enumerated() where index % 2 == 0 {

@@ -132,35 +132,45 @@ extension DispatchSemaphore: Locking {
     }
 }
 
-extension NSLock: Locking {
+extension NSLock: Locking, AttemptableLock {
     /// Runs `body` while holding the lock.
     public func withReadLock<Return>(_ body: () throws -> Return) rethrows -> Return {
-        lock()
-        defer { unlock() }
-        return try body()
+        try withLockHeld(body)
     }
 
     /// Runs `body` if the lock is free; returns `nil` without running it otherwise.
     public func withAttemptedReadLock<Return>(_ body: () throws -> Return) rethrows -> Return? {
-        guard `try`() else {
-            return nil
-        }
-        defer { unlock() }
-        return try body()
+        try withLockIfFree(body)
     }
 }
 
-extension NSRecursiveLock: Locking {
+extension NSRecursiveLock: Locking, AttemptableLock {
     /// Runs `body` while holding the lock, which the same thread may take again inside `body`.
     public func withReadLock<Return>(_ body: () throws -> Return) rethrows -> Return {
-        lock()
-        defer { unlock() }
-        return try body()
+        try withLockHeld(body)
     }
 
     /// Runs `body` if the lock is free or held by this thread; returns `nil` without running it
     /// otherwise.
     public func withAttemptedReadLock<Return>(_ body: () throws -> Return) rethrows -> Return? {
+        try withLockIfFree(body)
+    }
+}
+
+/// Foundation's locks that can also be tried (`NSLock`, `NSRecursiveLock`), though no Foundation
+/// protocol declares `try()`: their ``Locking`` conformances share these bodies.
+private protocol AttemptableLock: NSLocking {
+    func `try`() -> Bool
+}
+
+extension AttemptableLock {
+    func withLockHeld<Return>(_ body: () throws -> Return) rethrows -> Return {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+
+    func withLockIfFree<Return>(_ body: () throws -> Return) rethrows -> Return? {
         guard `try`() else {
             return nil
         }

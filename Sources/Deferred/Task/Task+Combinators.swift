@@ -51,6 +51,19 @@ private func allSuccesses(of tasks: [any TaskProtocol]) -> Task<[any Sendable]> 
     tasks.map { task in task.untypedSuccess() }.allSucceeded()
 }
 
+/// The values ``allSuccesses(of:)`` gave, in their tasks' order, as a tuple of `types`. The casts
+/// cannot fail: each value comes from the task of that position and type.
+private func successes<each Value>(
+    _ values: [any Sendable], as types: repeat (each Value).Type
+) -> (repeat each Value) {
+    var position = 0
+    func next<Element>(_: Element.Type) -> Element {
+        defer { position += 1 }
+        return values[position] as! Element
+    }
+    return (repeat next(each types))
+}
+
 extension TaskProtocol {
     /// This task, with its value as `any Sendable`.
     fileprivate func untypedSuccess() -> Task<any Sendable> {
@@ -70,11 +83,7 @@ extension TaskProtocol {
         of a: A
     ) -> Task<(Success, A.Success)> {
         allSuccesses(of: [self, a]).everySuccess { values in
-            // The casts cannot fail: each value comes from the task of that position and type.
-            (
-                values[0] as! Success,
-                values[1] as! A.Success
-            )
+            successes(values, as: Success.self, A.Success.self)
         }
     }
 
@@ -84,12 +93,7 @@ extension TaskProtocol {
         of a: A, _ b: B
     ) -> Task<(Success, A.Success, B.Success)> {
         allSuccesses(of: [self, a, b]).everySuccess { values in
-            // The casts cannot fail: each value comes from the task of that position and type.
-            (
-                values[0] as! Success,
-                values[1] as! A.Success,
-                values[2] as! B.Success
-            )
+            successes(values, as: Success.self, A.Success.self, B.Success.self)
         }
     }
 
@@ -99,13 +103,7 @@ extension TaskProtocol {
         of a: A, _ b: B, _ c: C
     ) -> Task<(Success, A.Success, B.Success, C.Success)> {
         allSuccesses(of: [self, a, b, c]).everySuccess { values in
-            // The casts cannot fail: each value comes from the task of that position and type.
-            (
-                values[0] as! Success,
-                values[1] as! A.Success,
-                values[2] as! B.Success,
-                values[3] as! C.Success
-            )
+            successes(values, as: Success.self, A.Success.self, B.Success.self, C.Success.self)
         }
     }
 
@@ -115,14 +113,7 @@ extension TaskProtocol {
         of a: A, _ b: B, _ c: C, _ d: D
     ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success)> {
         allSuccesses(of: [self, a, b, c, d]).everySuccess { values in
-            // The casts cannot fail: each value comes from the task of that position and type.
-            (
-                values[0] as! Success,
-                values[1] as! A.Success,
-                values[2] as! B.Success,
-                values[3] as! C.Success,
-                values[4] as! D.Success
-            )
+            successes(values, as: Success.self, A.Success.self, B.Success.self, C.Success.self, D.Success.self)
         }
     }
 
@@ -132,15 +123,9 @@ extension TaskProtocol {
         of a: A, _ b: B, _ c: C, _ d: D, _ e: E
     ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success)> {
         allSuccesses(of: [self, a, b, c, d, e]).everySuccess { values in
-            // The casts cannot fail: each value comes from the task of that position and type.
-            (
-                values[0] as! Success,
-                values[1] as! A.Success,
-                values[2] as! B.Success,
-                values[3] as! C.Success,
-                values[4] as! D.Success,
-                values[5] as! E.Success
-            )
+            successes(
+                values, as: Success.self, A.Success.self, B.Success.self,
+                C.Success.self, D.Success.self, E.Success.self)
         }
     }
 
@@ -152,16 +137,9 @@ extension TaskProtocol {
         of a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F
     ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success, F.Success)> {
         allSuccesses(of: [self, a, b, c, d, e, f]).everySuccess { values in
-            // The casts cannot fail: each value comes from the task of that position and type.
-            (
-                values[0] as! Success,
-                values[1] as! A.Success,
-                values[2] as! B.Success,
-                values[3] as! C.Success,
-                values[4] as! D.Success,
-                values[5] as! E.Success,
-                values[6] as! F.Success
-            )
+            successes(
+                values, as: Success.self, A.Success.self, B.Success.self, C.Success.self,
+                D.Success.self, E.Success.self, F.Success.self)
         }
     }
 
@@ -174,17 +152,9 @@ extension TaskProtocol {
         of a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G
     ) -> Task<(Success, A.Success, B.Success, C.Success, D.Success, E.Success, F.Success, G.Success)> {
         allSuccesses(of: [self, a, b, c, d, e, f, g]).everySuccess { values in
-            // The casts cannot fail: each value comes from the task of that position and type.
-            (
-                values[0] as! Success,
-                values[1] as! A.Success,
-                values[2] as! B.Success,
-                values[3] as! C.Success,
-                values[4] as! D.Success,
-                values[5] as! E.Success,
-                values[6] as! F.Success,
-                values[7] as! G.Success
-            )
+            successes(
+                values, as: Success.self, A.Success.self, B.Success.self, C.Success.self,
+                D.Success.self, E.Success.self, F.Success.self, G.Success.self)
         }
     }
 }
