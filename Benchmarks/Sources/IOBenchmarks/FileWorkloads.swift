@@ -123,7 +123,8 @@ enum FileWorkloads {
                 stopwatch.start()
                 try await _NIOFileSystem.FileSystem.shared.withFileHandle(forReadingAt: FilePath(path)) { handle in
                     var remaining = chunks
-                    for try await chunk in handle.readChunks(in: 0..<Int64(fileSize), chunkLength: .bytes(Int64(chunkSize))) {
+                    let chunkLength = ByteCount.bytes(Int64(chunkSize))
+                    for try await chunk in handle.readChunks(in: 0..<Int64(fileSize), chunkLength: chunkLength) {
                         total.value += chunk.readableBytes
                         remaining -= 1
                         if remaining == 0 { break }

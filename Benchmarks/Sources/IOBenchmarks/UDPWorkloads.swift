@@ -101,7 +101,9 @@ enum UDPWorkloads {
         let measurement = reporter.measureIO(operations: operations, countingOperations: 20_000) { count, stopwatch in
             let server = try! DatagramBootstrap(group: group)
                 .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(EchoHandler()) }
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(EchoHandler())
+                    }
                 }
                 .bind(host: "127.0.0.1", port: 0).wait()
             let target = server.localAddress!

@@ -39,7 +39,8 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
     public static func connect(toPath path: String, on loop: EventLoop = .main) -> Future<PipeConnection> {
         let attempt = ConnectAttempt<PipeConnection>()
         loop.inContext {
-            attempt.start(make: { () throws(EventLoopError) in try PipeConnection(loop: loop) }) { connection, request, callback in
+            let make = { () throws(EventLoopError) in try PipeConnection(loop: loop) }
+            attempt.start(make: make) { connection, request, callback in
                 // Errors, even an invalid path, come back through the callback.
                 uv_pipe_connect(request, connection.pipeHandle, path, callback)
                 return 0

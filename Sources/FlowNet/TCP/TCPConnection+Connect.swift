@@ -13,8 +13,8 @@ extension TCPConnection {
     public static func connect(to address: SocketAddress, on loop: EventLoop = .main) -> Future<TCPConnection> {
         let attempt = ConnectAttempt<TCPConnection>(didConnect: { $0.setNoDelay(true) })
         let run: @Sendable () -> Void = {
-            attempt.start(make: { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: ReadBuffer()) }) {
-                connection, request, callback in
+            let make = { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: ReadBuffer()) }
+            attempt.start(make: make) { connection, request, callback in
                 address.withSockaddr { uv_tcp_connect(request, connection.tcpHandle, $0, callback) }
             }
         }

@@ -170,8 +170,8 @@ public final class UDPSocket: @unchecked Sendable {
     /// datagram then goes through `uv_udp_send`, which keeps the order of sends.
     private func sendAtOnce(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress?) -> Future<Void>? {
         guard loop.isInLoopContext, isOpen, let base = bytes.baseAddress else { return nil }
-        var buffer = uv_buf_init(
-            UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(min(bytes.count, Int(UInt32.max))))
+        let start = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self))
+        var buffer = uv_buf_init(start, UInt32(min(bytes.count, Int(UInt32.max))))
         let status: Int32
         if let address {
             status = address.withSockaddr { uv_udp_try_send(handle, &buffer, 1, $0) }

@@ -139,7 +139,8 @@ final class ChunkReader: Sendable {
 
     /// Hands a chunk (or the end, or a failure) to a waiting consumer, or keeps it for the next one.
     private func hand(_ outcome: Swift.Result<[UInt8]?, Error>, stopsReading: Bool) {
-        let (consumer, ready) = state.withLock { state -> (CheckedContinuation<[UInt8]?, Error>?, Swift.Result<[UInt8]?, Error>?) in
+        typealias HandOver = (CheckedContinuation<[UInt8]?, Error>?, Swift.Result<[UInt8]?, Error>?)
+        let (consumer, ready) = state.withLock { state -> HandOver in
             switch outcome {
             case .success(let chunk?):
                 state.waiting.append(chunk)
