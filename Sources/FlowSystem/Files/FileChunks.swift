@@ -65,7 +65,12 @@ final class ChunkReader: Sendable {
     }
 
     func next() async throws -> [UInt8]? {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, Error>) in
+        // A chunk read ahead is handed out without suspending the task.
+        if let ready = state.withLock({ Self.takeReady(&$0) }) {
+            startReading()
+            return try ready.get()
+        }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, Error>) in
             let ready = state.withLock { state -> Swift.Result<[UInt8]?, Error>? in
                 if let ready = Self.takeReady(&state) { return ready }
                 state.consumer = continuation
