@@ -29,25 +29,25 @@ func say(_ line: String) {
     fflush(nil)
 }
 
-/// The connections open now, so that a graceful stop knows what it waits for.
+/// The connections open now, so that the deadline of a graceful stop can close those left.
 let openConnections = LoopBoundBox<[ObjectIdentifier: StreamConnection]>([:], loop: .main)
-/// Called once the last open connection has closed while stopping.
-let onLastConnectionClosed = LoopBoundBox<(() -> Void)?>(nil, loop: .main)
+/// How many connections are open: logged as it changes, and what a graceful stop waits on.
+let openConnectionCount = ReadWriteSignal(0)
+/// Listeners that last as long as the program.
+let programBag = DisposeBag()
 
 /// Closes `connection` and forgets it once closed.
 func finish(_ connection: StreamConnection) {
     connection.close().onValue(on: .main) {
         openConnections.value[ObjectIdentifier(connection)] = nil
-        if openConnections.value.isEmpty, let done = onLastConnectionClosed.value {
-            onLastConnectionClosed.value = nil
-            done()
-        }
+        openConnectionCount.value = openConnections.value.count
     }
 }
 
 /// Echoes one connection until the client closes its side, then closes once the echo went out.
 func echo(_ connection: StreamConnection) {
     openConnections.value[ObjectIdentifier(connection)] = connection
+    openConnectionCount.value = openConnections.value.count
     connection.onRead { event in
         switch event {
         case .bytes(let bytes):
@@ -69,7 +69,7 @@ func echo(_ connection: StreamConnection) {
 /// then close the rest. The loop's `run()` returns once everything is closed.
 func stopGracefully(on signal: ProcessSignal, stopListening: () -> Void, drainSeconds: Double) {
     stopListening()
-    let waiting = openConnections.value.count
+    let waiting = openConnectionCount.value
     say("EchoServer received \(signal): no longer accepting; waiting up to \(drainSeconds) s for \(waiting) open connection\(waiting == 1 ? "" : "s")")
     guard waiting > 0 else {
         say("EchoServer stopped")
@@ -80,7 +80,7 @@ func stopGracefully(on signal: ProcessSignal, stopListening: () -> Void, drainSe
         say("EchoServer deadline reached: closing \(left.count) connection\(left.count == 1 ? "" : "s")")
         for connection in left { finish(connection) }
     }
-    onLastConnectionClosed.value = {
+    programBag += openConnectionCount.filter { $0 == 0 }.onFirstValue(on: .main) { _ in
         deadline.dispose()
         say("EchoServer stopped: every connection closed")
     }
@@ -96,6 +96,9 @@ LoggingSystem.bootstrap(StreamLogHandler.standardError)
 var logger = Logger(label: "EchoServer")
 logger.logLevel = options.logLevel
 FlowDiagnostics.log(to: logger)   // accept failures, blocked loops: on standard error
+programBag += openConnectionCount.onValue(on: .main) { [logger] count in
+    logger.info("\(count) open connection\(count == 1 ? "" : "s")")
+}
 
 do {
     let stopListening: @Sendable () -> Void

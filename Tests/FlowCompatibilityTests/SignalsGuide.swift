@@ -202,4 +202,25 @@ final class SignalsGuideTests: XCTestCase {
         XCTAssertTrue(queue.isEmptySignal.value)
         bag.dispose()
     }
+
+    func testWeakListenersAndDebugging() {
+        let controller = Controller()
+        let callbacker = Callbacker<Int>()
+        var printed: [String] = []
+        controller.bag += Signal(callbacker: callbacker)
+            .debug("updates", printer: { printed.append($0) })
+            .with(weak: controller)
+            .onValue { update, controller in controller.updates.append(update) }
+        callbacker.callAll(with: 1)
+        XCTAssertEqual(controller.updates, [1])
+        XCTAssertEqual(printed.count, 2)
+        XCTAssertTrue(printed.last?.hasSuffix("updates -> event(value(1))") ?? false)
+        controller.bag.dispose()
+    }
+}
+
+/// A controller of the kind Flow's `with(weak:)` is for: it keeps the listeners that reference it.
+private final class Controller {
+    let bag = DisposeBag()
+    var updates: [Int] = []
 }

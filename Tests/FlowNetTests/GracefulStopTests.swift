@@ -45,6 +45,29 @@ struct GracefulStopTests {
         #expect(server.waitForExit() == 0)
     }
 
+    @Test("EchoServer's count of open connections follows connections opening and closing; the stop waits for it to reach 0")
+    func echoServerCountsOpenConnections() throws {
+        let server = try ExampleProcess("EchoServer", arguments: ["--port", "0", "--drain-seconds", "20"])
+        defer { server.stop() }
+        let line = try #require(server.readLine())
+        let port = try #require(listeningPort(in: line, after: "EchoServer listening on 127.0.0.1:"), "printed: \(line)")
+        let staying = try LoopbackClient(port: port)
+        let leaving = try LoopbackClient(port: port)
+        for client in [staying, leaving] {
+            client.send("hi\n")
+            #expect(client.receive { $0.hasSuffix("\n") } == "hi\n")
+        }
+        leaving.shutdownWriting()
+        #expect(leaving.receiveToEnd() == "", "the server closed the connection that ended")
+
+        server.send(SIGTERM)
+        #expect(server.readLine() == "EchoServer received SIGTERM: no longer accepting; waiting up to 20.0 s for 1 open connection")
+        staying.shutdownWriting()
+        #expect(staying.receiveToEnd() == "")
+        #expect(server.readLine() == "EchoServer stopped: every connection closed")
+        #expect(server.waitForExit() == 0)
+    }
+
     @Test func echoServerWithNoConnectionStopsAtOnce() throws {
         let server = try ExampleProcess("EchoServer", arguments: ["--port", "0"])
         defer { server.stop() }

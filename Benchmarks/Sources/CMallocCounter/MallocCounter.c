@@ -77,6 +77,11 @@ uint64_t mc_stop_counting(void) {
     return atomic_load_explicit(&allocation_count, memory_order_relaxed);
 }
 
+uint64_t mc_chunk_size(const void *pointer) {
+    // glibc: a chunk is its usable size plus the 8-byte size field before it.
+    return (uint64_t)malloc_usable_size((void *)pointer) + 8;
+}
+
 uint64_t mc_heap_bytes_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return (uint64_t)info.uordblks;

@@ -236,6 +236,21 @@ enum FlowWorkloads {
             pendingCompletions = []
         }
 
+        // The same future with no continuation: the root future and its completion token.
+        nonisolated(unsafe) var bareGrowth = HeapGrowth()
+        pendingCompletions = []
+        pendingCompletions.reserveCapacity(count)
+        onNewLoop { _ in
+            bareGrowth = measureHeapGrowth {
+                for _ in 0..<count {
+                    _ = makeCollectedPromise()
+                }
+            }
+            for completion in pendingCompletions { completion(.success(1)) }
+            pendingCompletions = []
+        }
+        printObjectSizes()
+
         nonisolated(unsafe) var timerGrowth = HeapGrowth()
         nonisolated(unsafe) var disposables: [Disposable] = []
         disposables.reserveCapacity(count)
@@ -250,6 +265,22 @@ enum FlowWorkloads {
         }
 
         reporter.recordHeapGrowth(futureGrowth, per: "pending future", count: count)
+        reporter.recordHeapGrowth(bareGrowth, per: "pending future without continuation", count: count)
         reporter.recordHeapGrowth(timerGrowth, per: "pending timer", count: count)
+    }
+
+    /// Prints the malloc chunk of each object of a pending future with one `onValue`, for the byte
+    /// budget in BENCHMARKS.md (not a result line: `run` ignores it). The completion token is not
+    /// reachable from here: it is the rest of "pending future without continuation".
+    private static func printObjectSizes() {
+        func chunk(_ object: AnyObject) -> UInt64 {
+            mc_chunk_size(Unmanaged.passUnretained(object).toOpaque())
+        }
+        pendingCompletions = []
+        let root = makeCollectedPromise()
+        let observer = root.onValue { Shared.sink &+= $0 }
+        print("P8 objects: root future \(chunk(root)) B, onValue future \(chunk(observer)) B")
+        for completion in pendingCompletions { completion(.success(1)) }
+        pendingCompletions = []
     }
 }

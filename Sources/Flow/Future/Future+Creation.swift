@@ -36,7 +36,7 @@ extension Future {
         onResult operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
     ) {
         self.init(initialResult: nil, file: file, line: line)
-        let recipe = OperationRecipe(scheduler: scheduler, operation: .plain(operation))
+        let recipe = OperationRecipe.plain(scheduler, operation)
         recipeStorage = recipe
         startFirstRun(recipe) { completion in try operation(completion) }
     }
@@ -68,7 +68,7 @@ extension Future {
         operationWithMover operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
     ) {
         self.init(initialResult: nil, file: file, line: line)
-        let recipe = OperationRecipe(scheduler: scheduler, operation: .withMover(operation))
+        let recipe = OperationRecipe.withMover(scheduler, operation)
         recipeStorage = recipe
         startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
     }
@@ -151,7 +151,7 @@ extension Future {
         _ operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
     ) -> Future<Value> {
         let future = Future(initialResult: nil, file: file, line: line)
-        let recipe = OperationRecipe(scheduler: scheduler, operation: .failingIfAbandoned(operation))
+        let recipe = OperationRecipe.failingIfAbandoned(scheduler, operation)
         future.recipeStorage = recipe
         OperationRunner.start(future, recipe, isRepetition: false)
         return future
@@ -186,27 +186,39 @@ public final class Mover: Sendable {
     }
 }
 
-/// Holds what is needed to run a future's operation again. A struct stored in the future itself:
-/// a separate object would cost an allocation for every future made from an operation.
+/// What is needed to run a future's operation again: its scheduler and the operation as the user
+/// wrote it (stored unwrapped, so creating a future allocates no adapter closure). Stored in the
+/// future itself: a separate object would cost an allocation for every future made from an operation.
+///
+/// Every case starts with the scheduler, a class reference: Swift keeps the case in that reference's
+/// spare bits, so the recipe takes 24 bytes, optional or not. A struct of the scheduler and an enum of
+/// the operations took 25, which padding made 32 in the future.
 @usableFromInline
-struct OperationRecipe<Value: Sendable>: Sendable {
-    /// The operation as the user wrote it: stored unwrapped, so creating a future allocates no
-    /// adapter closure.
-    @usableFromInline
-    enum Operation: Sendable {
-        case plain(@Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
-        case withMover(@Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable)
-        /// The library's own operations, whose future fails if the callback is released uncalled.
-        case failingIfAbandoned(@Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
+enum OperationRecipe<Value: Sendable>: Sendable {
+    case plain(Scheduler, @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
+    case withMover(Scheduler, @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable)
+    /// The library's own operations, whose future fails if the callback is released uncalled.
+    case failingIfAbandoned(Scheduler, @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
+    /// Not an operation: the future a flatMap step returned, which its ``ChainedFuture`` (a future with
+    /// no operation of its own) keeps in this slot while it waits on it. Guarded by the future's lock.
+    case boundInner(Future<Value>)
+
+    /// The scheduler the operation runs on.
+    @inlinable
+    var scheduler: Scheduler {
+        switch self {
+        case .plain(let scheduler, _), .withMover(let scheduler, _), .failingIfAbandoned(let scheduler, _):
+            return scheduler
+        case .boundInner:
+            preconditionFailure("a bound inner future is not an operation")
+        }
     }
 
-    @usableFromInline let scheduler: Scheduler
-    @usableFromInline let operation: Operation
-
+    /// Whether this is an operation (not a ``boundInner`` future).
     @inlinable
-    init(scheduler: Scheduler, operation: Operation) {
-        self.scheduler = scheduler
-        self.operation = operation
+    var isOperation: Bool {
+        if case .boundInner = self { return false }
+        return true
     }
 
     /// Runs the operation once for `future`.
@@ -214,16 +226,18 @@ struct OperationRecipe<Value: Sendable>: Sendable {
     func run(for future: Future<Value>, isRepetition: Bool) {
         do {
             let disposable: Disposable
-            switch operation {
-            case .plain(let operation):
+            switch self {
+            case .plain(_, let operation):
                 let token = CompletionToken(future, failsWhenAbandoned: false)
                 disposable = try operation { token.complete(with: $0) }
-            case .withMover(let operation):
+            case .withMover(_, let operation):
                 let token = CompletionToken(future, failsWhenAbandoned: false)
                 disposable = try operation({ token.complete(with: $0) }, isRepetition ? .repetition : .firstRun)
-            case .failingIfAbandoned(let operation):
+            case .failingIfAbandoned(_, let operation):
                 let token = CompletionToken(future, failsWhenAbandoned: true)
                 disposable = try operation { token.complete(with: $0) }
+            case .boundInner:
+                return
             }
             future.setDisposable(disposable)
         } catch {
@@ -261,25 +275,28 @@ enum OperationRunner {
 /// the two together for good.
 @usableFromInline
 final class CompletionToken<Value: Sendable>: Sendable {
-    /// The future, retained, until the first call takes it (then 0). One atomic word rather than a
-    /// lock and a reference: the token is one allocation per operation, and this makes it a 32-byte
-    /// block instead of 48, with one atomic operation per completion instead of two.
-    @usableFromInline let futureAddress: Atomic<UInt>
-    /// Whether releasing the token uncalled fails the future (else it stays pending). Stored after the
-    /// word, it keeps the object within the same 32-byte block.
-    @usableFromInline let failsWhenAbandoned: Bool
+    /// The future, retained, until the first call takes it (then 0), with bit 0 set when releasing
+    /// the token uncalled fails the future (else it stays pending); an object's address is aligned, so
+    /// bit 0 is free. One atomic word rather than a lock and a reference: the token is one allocation
+    /// per operation, and this makes it 24 bytes, a 32-byte malloc chunk (the flag as a `Bool` field
+    /// made it 25 bytes, a 48-byte chunk), with one atomic operation per completion.
+    @usableFromInline let word: Atomic<UInt>
 
     @inlinable
     init(_ future: Future<Value>, failsWhenAbandoned: Bool) {
-        futureAddress = Atomic(UInt(bitPattern: Unmanaged.passRetained(future).toOpaque()))
-        self.failsWhenAbandoned = failsWhenAbandoned
+        word = Atomic(UInt(bitPattern: Unmanaged.passRetained(future).toOpaque()) | (failsWhenAbandoned ? 1 : 0))
     }
 
     /// Takes the future: the caller owns the reference; nil once taken.
     @inlinable
     func takeFuture() -> Future<Value>? {
-        let address = futureAddress.exchange(0, ordering: .acquiringAndReleasing)
-        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
+        CompletionToken.future(in: word.exchange(0, ordering: .acquiringAndReleasing))
+    }
+
+    /// The future whose retained address `word` holds, taking that reference; nil for 0.
+    @inlinable
+    static func future(in word: UInt) -> Future<Value>? {
+        guard let pointer = UnsafeRawPointer(bitPattern: word & ~1) else { return nil }
         return Unmanaged<Future<Value>>.fromOpaque(pointer).takeRetainedValue()
     }
 
@@ -291,8 +308,9 @@ final class CompletionToken<Value: Sendable>: Sendable {
     deinit {
         // Deinitialisers are never specialised: the usual case (the callback was called) must not
         // touch anything whose layout depends on `Value`, or it pays for runtime metadata lookups.
-        guard futureAddress.load(ordering: .acquiring) != 0 else { return }
-        CompletionToken.abandon(takeFuture()!, failing: failsWhenAbandoned)
+        guard word.load(ordering: .acquiring) != 0 else { return }
+        let taken = word.exchange(0, ordering: .acquiringAndReleasing)
+        CompletionToken.abandon(CompletionToken.future(in: taken)!, failing: taken & 1 != 0)
     }
 
     static func abandon(_ future: Future<Value>, failing: Bool) {

@@ -19,7 +19,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @Sendable (Result<Value>) throws -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onResult(callback), on: scheduler, file: file, line: line)
+        ChainedFuture<Value, Value>.make(self, .onResult(scheduler, callback), file: file, line: line)
     }
 
     /// Runs `callback` with the value if the future succeeds, on `scheduler`.
@@ -32,7 +32,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @Sendable (Value) throws -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onValue(callback), on: scheduler, file: file, line: line)
+        ChainedFuture<Value, Value>.make(self, .onValue(scheduler, callback), file: file, line: line)
     }
 
     /// Runs `callback` with the error if the future fails (cancellation included), on `scheduler`.
@@ -45,7 +45,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @Sendable (Error) throws -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onError(callback), on: scheduler, file: file, line: line)
+        ChainedFuture<Value, Value>.make(self, .onError(scheduler, callback), file: file, line: line)
     }
 
     /// Runs `callback` if the returned future is cancelled (directly, or because what follows it was),
@@ -65,7 +65,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @Sendable () -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onCancel(callback), on: scheduler, file: file, line: line)
+        ChainedFuture<Value, Value>.make(self, .onCancel(scheduler, callback), file: file, line: line)
     }
 
     /// Runs `callback` with the error if the future fails, or with nil if the returned future is
@@ -81,7 +81,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @Sendable (Error?) -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onErrorOrCancel(callback), on: scheduler, file: file, line: line)
+        ChainedFuture<Value, Value>.make(self, .onErrorOrCancel(scheduler, callback), file: file, line: line)
     }
 
     /// Runs `callback` once the future completes in any way: with a value, with an error, or by the

@@ -12,7 +12,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> Other
     ) -> Future<Other> {
-        ChainedFuture.make(self, .map(transform), on: scheduler, file: file, line: line)
+        ChainedFuture.make(self, .map(scheduler, transform), file: file, line: line)
     }
 
     /// A future with `transform` applied to this future's result, success or failure.
@@ -23,7 +23,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @Sendable (Result<Value>) throws -> Other
     ) -> Future<Other> {
-        ChainedFuture.make(self, .mapResult(transform), on: scheduler, file: file, line: line)
+        ChainedFuture.make(self, .mapResult(scheduler, transform), file: file, line: line)
     }
 
     /// A future that completes like the future `transform` returns for this future's value: chains two
@@ -39,7 +39,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> Future<Other>
     ) -> Future<Other> {
-        ChainedFuture.make(self, .flatMap(transform), on: scheduler, file: file, line: line)
+        ChainedFuture.make(self, .flatMap(scheduler, transform), file: file, line: line)
     }
 
     /// A future that completes like the future `transform` returns for this future's result.
@@ -50,7 +50,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @Sendable (Result<Value>) throws -> Future<Other>
     ) -> Future<Other> {
-        ChainedFuture.make(self, .flatMapResult(transform), on: scheduler, file: file, line: line)
+        ChainedFuture.make(self, .flatMapResult(scheduler, transform), file: file, line: line)
     }
 
     /// A future that recovers from this future's error with the value `transform` returns (or fails
@@ -66,7 +66,7 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @Sendable (Error) throws -> Value
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .mapError(transform), on: scheduler, file: file, line: line)
+        ChainedFuture<Value, Value>.make(self, .mapError(scheduler, transform), file: file, line: line)
     }
 
     /// A future that recovers from this future's error with the future `transform` returns. A value
@@ -78,14 +78,14 @@ extension Future {
         on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @Sendable (Error) throws -> Future<Value>
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .flatMapError(transform), on: scheduler, file: file, line: line)
+        ChainedFuture<Value, Value>.make(self, .flatMapError(scheduler, transform), file: file, line: line)
     }
 
     /// A future of `()` that completes when this one does, with its error if any.
     @inlinable
     @discardableResult
     public final func toVoid() -> Future<Void> {
-        ChainedFuture.make(self, .map { _ in () }, on: .none, file: #fileID, line: #line)
+        ChainedFuture.make(self, .map(.none) { _ in () }, file: #fileID, line: #line)
     }
 
     /// A future that completes like this one, but whose cancellation does not reach this one: cancelling

@@ -45,6 +45,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 
         /// The listener object, retained: valid while this listener (whose closure owns the
         /// object) exists.
+        @inlinable
         func retainedObject() -> AnyObject {
             Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(bitPattern: id))!).takeUnretainedValue()
         }
@@ -56,38 +57,32 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // `final`, or code in other modules would go through dynamically dispatched accessors; exclusivity
     // is the lock's job, so the runtime's dynamic checks are skipped.
     //
-    // The order is the layout: every future pays for these bytes, and a long chain is as fast as its
-    // memory traffic. The flags fill the bytes after the recipe's tag; the result and the operation's
-    // disposable share one slot. A pending future takes 120 bytes, a derived one 168.
+    // The order is the layout, and every future pays for these bytes (release build, measured with
+    // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the lock and the state word
+    // (8), the first continuation (24), the recipe (24) and the result or disposable (32): 104 bytes,
+    // a 112-byte malloc chunk. Before this layout a future took 120 bytes (a 128-byte chunk): the
+    // flags had bytes of their own, the recipe an enum tag and its padding, and the other
+    // continuations an array field that most futures leave empty.
 
     @usableFromInline
     let lock = FutureLock()
 
-    /// For a ``Forever`` future, the number of its continuations, which it counts instead of holding
-    /// (it never delivers a result, so holding them would keep them alive in a cycle for good); -1
-    /// for every other future.
+    /// The flags and the ``Forever`` continuation count in one word, next to the lock's (see
+    /// ``FutureStateBits``): separate `Bool` and `Int32` fields cost 8 bytes of padding per future.
     @usableFromInline @exclusivity(unchecked)
-    final var lockedForeverObserverCount: Int32 = -1
+    final var lockedState: UInt32 = 0
 
-    /// The first continuation, stored inline: most futures have exactly one.
+    /// The first continuation, stored inline: most futures have exactly one. With a second one, this
+    /// holds a listener that owns a ``ListenerList`` of all of them (``FutureStateBits/hasListenerList``):
+    /// an array field of its own would cost every future 8 bytes for the few that have more.
     @usableFromInline @exclusivity(unchecked)
     final var lockedFirstListener: Listener?
 
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedOtherListeners: [Listener] = []
-
     /// For a future made from an operation: how to run it again. Written once, before the future is
-    /// shared.
+    /// shared. A flatMap step's future has no operation: it keeps the future its step returned here
+    /// instead (under the lock), see ``ChainedFuture``.
     @usableFromInline @exclusivity(unchecked)
     final var recipeStorage: OperationRecipe<Value>?
-
-    /// Whether ``lockedStorage`` holds the result.
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedIsCompleted = false
-
-    /// Whether ``lockedStorage`` holds the operation's ``Disposable`` (only while pending).
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedHasDisposable = false
 
     /// The result once ``lockedIsCompleted``, held as `Any`; before that, the disposable of the
     /// operation when ``lockedHasDisposable`` (the future needs it only until it completes, and the
@@ -104,9 +99,56 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked)
     final var lockedStorage: Any = ()
 
+    /// Sets or clears `flag` in ``lockedState``.
+    @inlinable
+    final func lockedSetFlag(_ flag: UInt32, _ isSet: Bool) {
+        lockedState = isSet ? lockedState | flag : lockedState & ~flag
+    }
+
+    /// Whether ``lockedStorage`` holds the result.
+    @inlinable
+    final var lockedIsCompleted: Bool {
+        get { lockedState & FutureStateBits.isCompleted != 0 }
+        set { lockedSetFlag(FutureStateBits.isCompleted, newValue) }
+    }
+
+    /// Whether ``lockedStorage`` holds the operation's ``Disposable`` (only while pending).
+    @inlinable
+    final var lockedHasDisposable: Bool {
+        get { lockedState & FutureStateBits.hasDisposable != 0 }
+        set { lockedSetFlag(FutureStateBits.hasDisposable, newValue) }
+    }
+
+    /// Whether ``lockedFirstListener`` stands for a ``ListenerList``.
+    @inlinable
+    final var lockedHasListenerList: Bool {
+        get { lockedState & FutureStateBits.hasListenerList != 0 }
+        set { lockedSetFlag(FutureStateBits.hasListenerList, newValue) }
+    }
+
+    /// For a ``Forever`` future, the number of its continuations, which it counts instead of holding
+    /// (it never delivers a result, so holding them would keep them alive in a cycle for good); -1
+    /// for every other future.
+    @inlinable
+    final var lockedForeverObserverCount: Int32 {
+        get {
+            guard lockedState & FutureStateBits.isForever != 0 else { return -1 }
+            return Int32(lockedState >> FutureStateBits.foreverCountShift)
+        }
+        set {
+            let flags = lockedState & FutureStateBits.flagsMask & ~FutureStateBits.isForever
+            guard newValue >= 0 else {
+                lockedState = flags
+                return
+            }
+            // 28 bits: 268 million continuations, each at least a 112-byte future, would take 30 GB.
+            lockedState = flags | FutureStateBits.isForever | UInt32(newValue) << FutureStateBits.foreverCountShift
+        }
+    }
+
     /// Whether this is a ``Forever`` future.
     @inlinable
-    final var lockedIsForever: Bool { lockedForeverObserverCount >= 0 }
+    final var lockedIsForever: Bool { lockedState & FutureStateBits.isForever != 0 }
 
     @inlinable
     final var lockedHasListeners: Bool { lockedFirstListener != nil || lockedForeverObserverCount > 0 }
@@ -212,10 +254,14 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // owner.
         if let first = lockedFirstListener {
             let context = ThreadContext.current
-            context.pendingReleases.append(first.retainedObject())
-            for other in lockedOtherListeners { context.pendingReleases.append(other.retainedObject()) }
+            if lockedHasListenerList {
+                for listener in ListenerList<Value>.of(first).listeners {
+                    context.pendingReleases.append(listener.retainedObject())
+                }
+            } else {
+                context.pendingReleases.append(first.retainedObject())
+            }
             lockedFirstListener = nil
-            lockedOtherListeners = []
             context.drainPendingReleases()
         }
     }
@@ -237,10 +283,10 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // Kept out of this path, which most futures take: an existential local costs runtime calls.
         if lockedHasDisposable { return lockedCompleteDisposing(with: result) }
         lockedSetResult(result)
-        let (first, others) = lockedTakeListeners()
+        let listener = lockedFirstListener.take()
         lock.unlock()
-        if let first {
-            Future.notify(first, others, of: result)
+        if let listener {
+            Future.notify(listener, of: result)
         }
         return true
     }
@@ -251,64 +297,83 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     final func lockedCompleteDisposing(with result: Result<Value>) -> Bool {
         let disposable = lockedTakeDisposable()
         lockedSetResult(result)
-        let (first, others) = lockedTakeListeners()
+        let listener = lockedFirstListener.take()
         lock.unlock()
         disposable.dispose()
-        if let first {
-            Future.notify(first, others, of: result)
+        if let listener {
+            Future.notify(listener, of: result)
         }
         return true
     }
 
-    /// Moves the continuations out, in the order they were added. Under the lock, on completion.
-    @inlinable
-    final func lockedTakeListeners() -> (first: Listener?, others: [Listener]) {
-        let first = lockedFirstListener.take()
-        guard !lockedOtherListeners.isEmpty else { return (first, []) }
-        let others = lockedOtherListeners
-        lockedOtherListeners = []
-        return (first, others)
-    }
-
-    /// Hands `result` to the listeners inside an immediate-execution frame, so that a chain of
+    /// Hands `result` to the continuations inside an immediate-execution frame, so that a chain of
     /// completions triggering completions goes to the thread's trampoline instead of the stack.
+    /// `listener` is the first continuation, or the one that tells a ``ListenerList`` in order.
     @inlinable
-    static func notify(_ first: Listener, _ others: [Listener], of result: Result<Value>) {
+    static func notify(_ listener: Listener, of result: Result<Value>) {
         let context = ThreadContext.current
         guard context.enterImmediateFrame() else {
-            context.deferredWork.append {
-                first.receive(result)
-                for listener in others { listener.receive(result) }
-            }
+            context.deferredWork.append { listener.receive(result) }
             return
         }
-        first.receive(result)
-        for listener in others { listener.receive(result) }
+        listener.receive(result)
         context.exitImmediateFrame()
+    }
+
+    /// The objects of every continuation, retained, in the order they were added. Under the lock, or
+    /// in the deinitialiser.
+    final func lockedListenerObjects() -> [AnyObject] {
+        guard let first = lockedFirstListener else { return [] }
+        guard lockedHasListenerList else { return [first.retainedObject()] }
+        return ListenerList<Value>.of(first).listeners.map { $0.retainedObject() }
     }
 
     /// Adds a continuation, or hands it the result at once if the future already completed.
     @inlinable
     final func addListener<L: FutureListener>(_ listener: L) where L.Input == Value {
-        addListener(Listener(id: ObjectIdentifier(listener), receive: { listener.futureDidComplete($0) }))
+        if addListener(Listener(id: ObjectIdentifier(listener), receive: { listener.futureDidComplete($0) })) {
+            Future.listenerOfForeverAdded(listener)
+        }
     }
 
+    /// Adds a continuation, or hands it the result at once if the future already completed.
+    ///
+    /// - Returns: whether this is a ``Forever`` future, which counts the continuation instead of
+    ///   holding it: the caller then makes a continuation that completes only through this future a
+    ///   ``Forever`` future too (see ``listenerOfForeverAdded(_:)``).
     @inlinable
-    final func addListener(_ listener: Listener) {
+    @discardableResult
+    final func addListener(_ listener: Listener) -> Bool {
         lock.lock()
         if let completed = lockedResult {
             lock.unlock()
-            Future.notify(listener, [], of: completed)
-            return
+            Future.notify(listener, of: completed)
+            return false
         }
         if lockedIsForever {
             lockedForeverObserverCount += 1
-        } else if lockedFirstListener == nil {
-            lockedFirstListener = listener
+            lock.unlock()
+            return true
+        } else if let first = lockedFirstListener {
+            if lockedHasListenerList {
+                ListenerList<Value>.of(first).listeners.append(listener)
+            } else {
+                lockedFirstListener = ListenerList.listener(holding: [first, listener])
+                lockedHasListenerList = true
+            }
         } else {
-            lockedOtherListeners.append(listener)
+            lockedFirstListener = listener
         }
         lock.unlock()
+        return false
+    }
+
+    /// `listener` was just added to a ``Forever`` future, which does not hold it. If it completes only
+    /// through that future, it becomes a ``Forever`` future as well: else it and its own continuations,
+    /// which refer to it, would keep each other alive for good once the caller lets go.
+    @usableFromInline
+    static func listenerOfForeverAdded(_ listener: AnyObject) {
+        (listener as? any CompletesOnlyThroughWhatItListensTo)?.becomeForever()
     }
 
     /// Makes a pending future whose operation can no longer complete it (its completion callback was
@@ -316,6 +381,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// since it will never deliver a result, so that a chain nobody holds any more is freed rather
     /// than kept alive in cycles. The continuations that can only complete through it (derived
     /// futures, repetitions) become ``Forever`` futures in turn. All can still be cancelled.
+    @usableFromInline
     final func becomeForever() {
         var pending: [any ForeverConvertible] = [self]
         var released: [AnyObject] = []
@@ -445,7 +511,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// again. A future with nothing to re-run (a completed value) returns itself; a ``Forever`` future
     /// gives a new one, which a cancellation of this one does not end.
     func makeFresh() -> Future<Value> {
-        guard let recipe = recipeStorage else {
+        guard let recipe = recipeStorage, recipe.isOperation else {
             guard withLock({ lockedIsForever }) else { return self }
             #if DEBUG
             return Future(.forever, file: creationFile, line: creationLine)
@@ -470,6 +536,9 @@ protocol ForeverConvertible: AnyObject {
     /// If pending and not yet ``Forever``, becomes one and returns its continuations' objects, which
     /// it no longer holds; else returns nothing.
     func becomeForeverTakingListeners() -> [AnyObject]
+    /// Becomes a ``Forever`` future if pending, and so do the continuations that complete only
+    /// through it.
+    func becomeForever()
 }
 
 /// A future that completes only when a future it listens to completes: when that one can never
@@ -483,11 +552,12 @@ extension Future: ForeverConvertible {
             lock.unlock()
             return []
         }
-        let (first, others) = lockedTakeListeners()
-        lockedForeverObserverCount = Int32((first == nil ? 0 : 1) + others.count)
+        let objects = lockedListenerObjects()
+        lockedFirstListener = nil
+        lockedHasListenerList = false
+        lockedForeverObserverCount = Int32(objects.count)
         lock.unlock()
-        guard let first else { return [] }
-        return [first.retainedObject()] + others.map { $0.retainedObject() }
+        return objects
     }
 }
 
@@ -505,14 +575,20 @@ extension Future: CancellableUpstream {
             guard !lockedIsCompleted else { return false }
             if lockedIsForever {
                 lockedForeverObserverCount -= 1
-            } else if let first = lockedFirstListener, first.id == listener {
-                if lockedOtherListeners.isEmpty {
-                    lockedFirstListener = nil
+            } else if let first = lockedFirstListener {
+                if !lockedHasListenerList {
+                    if first.id == listener { lockedFirstListener = nil }
                 } else {
-                    lockedFirstListener = lockedOtherListeners.removeFirst()
+                    let list = ListenerList<Value>.of(first)
+                    if let index = list.listeners.firstIndex(where: { $0.id == listener }) {
+                        list.listeners.remove(at: index)
+                    }
+                    if list.listeners.count == 1 {
+                        // Back to one continuation, stored inline.
+                        lockedFirstListener = list.listeners[0]
+                        lockedHasListenerList = false
+                    }
                 }
-            } else if let index = lockedOtherListeners.firstIndex(where: { $0.id == listener }) {
-                lockedOtherListeners.remove(at: index)
             }
             return !lockedHasListeners
         }
@@ -567,5 +643,48 @@ extension DisposeBag {
     /// Adds `future` to `bag`: disposing the bag cancels the future.
     public static func += <Value>(bag: DisposeBag, future: Future<Value>) {
         bag.add(future.disposable)
+    }
+}
+
+/// The bits of ``Future/lockedState``.
+@usableFromInline
+enum FutureStateBits {
+    /// The future holds its result.
+    @inlinable static var isCompleted: UInt32 { 1 }
+    /// The future holds its operation's disposable.
+    @inlinable static var hasDisposable: UInt32 { 2 }
+    /// The future is a ``Forever`` future: it counts its continuations in the bits above the flags.
+    @inlinable static var isForever: UInt32 { 4 }
+    /// The first-listener slot stands for a ``ListenerList``.
+    @inlinable static var hasListenerList: UInt32 { 8 }
+    @inlinable static var flagsMask: UInt32 { 15 }
+    @inlinable static var foreverCountShift: UInt32 { 4 }
+}
+
+/// The continuations of a future that has more than one, in the order they were added. The future's
+/// first-listener slot then holds a listener whose closure owns this list and tells every continuation
+/// in turn, and whose identifier is the list's. Mutated only under the future's lock.
+@usableFromInline
+final class ListenerList<Value: Sendable> {
+    @usableFromInline var listeners: [Future<Value>.Listener]
+
+    @inlinable
+    init(_ listeners: [Future<Value>.Listener]) {
+        self.listeners = listeners
+    }
+
+    /// The listener standing for a new list of `listeners`.
+    @inlinable
+    static func listener(holding listeners: [Future<Value>.Listener]) -> Future<Value>.Listener {
+        let list = ListenerList(listeners)
+        return Future<Value>.Listener(id: ObjectIdentifier(list), receive: { result in
+            for listener in list.listeners { listener.receive(result) }
+        })
+    }
+
+    /// The list that `listener` (made by ``listener(holding:)``) stands for.
+    @inlinable
+    static func of(_ listener: Future<Value>.Listener) -> ListenerList {
+        unsafeDowncast(listener.retainedObject(), to: ListenerList.self)
     }
 }

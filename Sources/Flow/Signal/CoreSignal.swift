@@ -32,13 +32,20 @@ public final class CoreSignal<Kind: SignalKind, Value: Sendable>: Sendable {
     @usableFromInline
     let setter: (@Sendable (Value) -> Void)?
 
+    /// The callbacker a `Signal(callbacker:)` stands for: `onValue` registers its listener there
+    /// directly, as one node, instead of through `register`.
+    @usableFromInline
+    let callbacker: Callbacker<Value>?
+
     @usableFromInline
     init(
         setValue: (@Sendable (Value) -> Void)? = nil,
+        callbacker: Callbacker<Value>? = nil,
         register: @escaping @Sendable (@escaping Callback) -> Disposable
     ) {
         self.register = register
         self.setter = setValue
+        self.callbacker = callbacker
     }
 
     /// The current value, read by registering and disposing at once: the `.initial` of a readable

@@ -35,7 +35,7 @@ extension CoreSignal where Kind == Read {
     /// values passed to `callbacker`.
     @preconcurrency
     public convenience init(getValue: @escaping @Sendable () -> Value, callbacker: Callbacker<Value>) {
-        self.init(getValue: getValue, options: [], producer: { callback in
+        self.init(getValue: getValue, callbacker: callbacker, options: [], producer: { callback in
             callbacker.addCallback { callback(.value($0)) }
         })
     }

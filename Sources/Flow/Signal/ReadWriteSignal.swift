@@ -33,6 +33,7 @@ extension CoreSignal where Kind == ReadWrite {
                 callbacker.callAll(with: newValue)
                 didSet(newValue)
             },
+            callbacker: callbacker,
             options: [],
             producer: { callback in callbacker.addCallback { callback(.value($0)) } })
     }
@@ -48,6 +49,7 @@ extension CoreSignal where Kind == ReadWrite {
                 setValue(newValue)
                 callbacker.callAll(with: newValue)
             },
+            callbacker: callbacker,
             options: [],
             producer: { callback in callbacker.addCallback { callback(.value($0)) } })
     }

@@ -184,32 +184,3 @@ extension SignalProvider where Kind == Plain, Value == Void {
         withLatestFrom(combineLatest(a, b, c))
     }
 }
-
-extension SignalProvider {
-    /// Each value paired with `object`, while `object` lives; the signal ends (and stops listening)
-    /// at the first value after `object` was freed. For breaking reference cycles:
-    ///
-    /// ```swift
-    /// bag += updates.with(weak: self).onValue { update, controller in controller.apply(update) }
-    /// ```
-    public func with<Object: AnyObject & Sendable>(weak object: Object) -> FiniteSignal<(Value, Object)> {
-        let signal = providedSignal
-        return FiniteSignal(register: { [weak object] callback in
-            let ended = Locked(false)
-            return signal.register { [weak object] eventType in
-                guard !ended.withLock({ $0 }) else { return }
-                guard let object else {
-                    if case .initial = eventType { callback(.initial(nil)) }
-                    ended.withLock { $0 = true }
-                    callback(.event(.end))
-                    return
-                }
-                switch eventType {
-                case .initial: callback(.initial(nil))
-                case .event(.value(let value)): callback(.event(.value((value, object))))
-                case .event(.end(let error)): callback(.event(.end(error)))
-                }
-            }
-        })
-    }
-}

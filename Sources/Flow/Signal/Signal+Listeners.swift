@@ -22,7 +22,11 @@ extension SignalProvider {
     public func onValue(
         on scheduler: Scheduler = .current, _ callback: @escaping @Sendable (Value) -> Void
     ) -> Disposable {
-        providedSignal.listen(on: scheduler) { eventType in
+        let signal = providedSignal
+        if let callbacker = signal.callbacker {
+            return callbacker.addListener(on: scheduler, callback)
+        }
+        return signal.listen(on: scheduler) { eventType in
             if case .event(.value(let value)) = eventType { callback(value) }
         }
     }

@@ -37,8 +37,9 @@ extension CoreSignal where Kind == Plain {
     /// ```
     @inlinable
     public convenience init(callbacker: Callbacker<Value>) {
-        // The callbacker feeds the gate directly: one closure fewer per listener than a producer.
-        self.init(register: { callback in
+        // `onValue` registers with the callbacker directly; other listeners and transforms go through
+        // a gate fed by the callbacker: one closure fewer per registration than a producer.
+        self.init(callbacker: callbacker, register: { callback in
             let gate = EventGate(downstream: callback)
             gate.attach(callbacker.addCallback { [gate] value in gate.send(.event(.value(value))) })
             return gate

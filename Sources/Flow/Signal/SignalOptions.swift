@@ -22,11 +22,13 @@ public struct SignalOptions: OptionSet, Sendable {
 extension CoreSignal {
     /// A signal over a producer: each registration (or, with `.shared`, each run shared by
     /// overlapping registrations) calls `producer` with a callback for events, and gets the
-    /// serialisation, the `.initial` first and the end handling of ``EventGate``.
+    /// serialisation, the `.initial` first and the end handling of ``EventGate``. A `callbacker`
+    /// whose values the producer forwards lets `onValue` register there directly.
     @inlinable
     convenience init(
         getValue: (@Sendable () -> Value)? = nil,
         setValue: (@Sendable (Value) -> Void)? = nil,
+        callbacker: Callbacker<Value>? = nil,
         options: SignalOptions,
         producer: @escaping @Sendable (@escaping @Sendable (Event<Value>) -> Void) -> Disposable
     ) {
@@ -35,9 +37,9 @@ extension CoreSignal {
         }
         if options.contains(.shared) {
             let sharing = SharedRegistrations<Kind, Value>(register: unshared)
-            self.init(setValue: setValue, register: { callback in sharing.add(callback) })
+            self.init(setValue: setValue, callbacker: callbacker, register: { callback in sharing.add(callback) })
         } else {
-            self.init(setValue: setValue, register: unshared)
+            self.init(setValue: setValue, callbacker: callbacker, register: unshared)
         }
     }
 }

@@ -13,4 +13,7 @@ uint64_t mc_stop_counting(void);
 /// `uordblks`: chunk sizes, headers included).
 uint64_t mc_heap_bytes_in_use(void);
 
+/// The size of the malloc chunk holding `pointer` (a block malloc returned), its header included.
+uint64_t mc_chunk_size(const void *pointer);
+
 #endif

@@ -1,0 +1,107 @@
+import Flow
+import Testing
+
+/// A future keeps its first continuation inline and moves to a list with the second; these tests
+/// check that the list behaves like the inline slot: order, removal by cancellation, back to one,
+/// abandonment and release.
+@Suite("Future continuation storage", .checksLiveFutures)
+struct FutureContinuationStorageTests {
+    @Test("continuations are told in the order they were added, one or many")
+    func order() {
+        for count in [1, 2, 3, 10] {
+            let operation = Operation<Int>(on: .none)
+            let told = Shared<[Int]>([])
+            let continuations = (0..<count).map { index in
+                operation.future.onValue(on: .none) { _ in told.mutate { $0.append(index) } }
+            }
+            operation.succeed(5)
+            #expect(told.value == Array(0..<count))
+            #expect(continuations.allSatisfy { $0.result?.value == 5 })
+        }
+    }
+
+    @Test("cancelling some of several continuations keeps the others, in order; the last cancels the future")
+    func cancelSome() {
+        let operation = Operation<Int>(on: .none)
+        let told = Shared<[Int]>([])
+        let continuations = (0..<4).map { index in
+            operation.future.onValue(on: .none) { _ in told.mutate { $0.append(index) } }
+        }
+        continuations[0].cancel()
+        continuations[2].cancel()
+        #expect(operation.future.result == nil)
+        #expect(operation.disposals.value == 0)
+
+        // Back to one continuation, then a new one after it.
+        continuations[3].cancel()
+        let added = operation.future.onValue(on: .none) { _ in told.mutate { $0.append(4) } }
+        operation.succeed(1)
+        #expect(told.value == [1, 4])
+        #expect(added.result?.value == 1)
+        #expect(continuations[2].result?.error as? FutureError == .aborted)
+
+        let cancelledAll = Operation<Int>(on: .none)
+        let observers = (0..<3).map { _ in cancelledAll.future.map(on: .none) { $0 } }
+        for observer in observers.reversed() { observer.cancel() }
+        #expect(cancelledAll.future.result?.error as? FutureError == .aborted)
+        #expect(cancelledAll.disposals.value == 1)
+    }
+
+    @Test("an abandoned operation with several continuations frees them all; each can still be cancelled")
+    func abandonedWithSeveral() {
+        let count = LiveFutureCount()
+        count.track {
+            let operation = Operation<Int>(on: .none)
+            let kept = operation.future.map(on: .none) { $0 }
+            for _ in 0..<3 {
+                operation.future.map(on: .none) { $0 + 1 }.onValue(on: .none) { _ in }
+            }
+            operation.abandon()
+            #expect(kept.result == nil)
+            kept.cancel()
+            #expect(kept.result?.error as? FutureError == .aborted)
+        }
+        #expect(count.value == 0)
+    }
+
+    @Test("a dropped pending future with several continuations releases them all")
+    func droppedWithSeveral() {
+        let count = LiveFutureCount()
+        count.track {
+            let forever = Future<Int>(.forever)
+            for _ in 0..<5 { forever.map(on: .none) { $0 }.onValue(on: .none) { _ in } }
+            let observers = (0..<3).map { _ in forever.map(on: .none) { $0 } }
+            observers[1].cancel()
+            #expect(observers[1].result?.error as? FutureError == .aborted)
+            #expect(forever.result == nil)
+        }
+        #expect(count.value == 0)
+    }
+
+    @Test("a chain on a never-completing future, or on a flatMap that returned one, is freed once dropped")
+    func chainOnForeverIsFreed() {
+        let count = LiveFutureCount()
+        count.track {
+            _ = Future<Int>(.forever).map(on: .none) { $0 }.onValue(on: .none) { _ in }.map(on: .none) { $0 }
+            let operation = Operation<Int>(on: .none)
+            _ = operation.future.flatMap(on: .none) { _ in Future<Int>(.forever) }.map(on: .none) { $0 }
+            let bound = operation.future.flatMap(on: .none) { _ in Future<Int>(.forever) }
+            operation.succeed(1)
+            #expect(bound.result == nil)
+            bound.cancel()
+            #expect(bound.result?.error as? FutureError == .aborted)
+        }
+        #expect(count.value == 0)
+    }
+
+    @Test("a continuation added to a completed future with several is told at once")
+    func addAfterCompletion() {
+        let operation = Operation<String>(on: .none)
+        let first = operation.future.map(on: .none) { $0 + "1" }
+        let second = operation.future.map(on: .none) { $0 + "2" }
+        operation.succeed("v")
+        #expect(first.result?.value == "v1")
+        #expect(second.result?.value == "v2")
+        #expect(operation.future.map(on: .none) { $0 + "3" }.result?.value == "v3")
+    }
+}
