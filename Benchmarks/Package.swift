@@ -56,6 +56,21 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ]
         ),
+        // P14-P17: UDP, files, processes and names against SwiftNIO, Foundation and C, in a program of
+        // its own so that P1-P13 build without Foundation and NIO's file system.
+        .executableTarget(
+            name: "IOBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                "CLibUVReference",
+                .product(name: "Flow", package: flowPackage),
+                .product(name: "FlowNet", package: flowPackage),
+                .product(name: "FlowSystem", package: flowPackage),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+            ]
+        ),
         // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.
         .executableTarget(
             name: "NIOHTTPHello",

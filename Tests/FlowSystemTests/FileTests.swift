@@ -117,6 +117,57 @@ struct FileTests {
         #expect(openDescriptorCount(inside: folder.path) == 0)
     }
 
+    @Test func chunksReadAheadAtOffsetsComeInOrderFromThePositionAndLeaveItAtTheEnd() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("numbers")
+        let bytes = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let loop = EventLoop.startOnNewThread(name: "files.chunks")
+        defer { loop.shutdown() }
+        let file = try await FileSystem.open(path, on: loop).get()
+        let skipped = try await file.read(upTo: 1_000).get()   // the chunks start from here
+        var received: [UInt8] = []
+        var sizes: Set<Int> = []
+        for try await chunk in file.chunks(size: 4_096) {
+            received += chunk
+            sizes.insert(chunk.count)
+        }
+        #expect(skipped.count == 1_000)
+        #expect(received == Array(bytes[1_000...]))
+        #expect(sizes == [4_096, (1_000_000 - 1_000) % 4_096])
+        #expect(try await file.read(upTo: 10).get().isEmpty, "the position is at the end")
+        try await file.close().get()
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
+    @Test func chunksOfAPipeComeInOrder() async throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(pipe(&descriptors) == 0)
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+        let writeEnd = descriptors[1]
+        let writer = Thread {
+            bytes.withUnsafeBytes { raw in
+                var written = 0
+                while written < raw.count {
+                    let count = Glibc.write(writeEnd, raw.baseAddress! + written, raw.count - written)
+                    if count <= 0 { break }
+                    written += count
+                }
+            }
+            Glibc.close(writeEnd)
+        }
+        writer.start()
+        let loop = EventLoop.startOnNewThread(name: "files.pipe")
+        defer { loop.shutdown() }
+        let file = try await FileSystem.open("/proc/self/fd/\(descriptors[0])", on: loop).get()
+        Glibc.close(descriptors[0])
+        var received: [UInt8] = []
+        for try await chunk in file.chunks(size: 8_192) { received += chunk }
+        try await file.close().get()
+        #expect(received == bytes)
+    }
+
     @Test func thousandsOfConcurrentReadsAllSucceedAndCloseEveryDescriptor() throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }

@@ -37,8 +37,15 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
     /// PipeConnection.connect(toPath: "/run/app.sock").onValue { connection in connection.write("status\n") }
     /// ```
     public static func connect(toPath path: String, on loop: EventLoop = .main) -> Future<PipeConnection> {
-        let attempt = PipeConnectAttempt()
-        loop.inContext { attempt.start(path, on: loop) }
+        let attempt = ConnectAttempt<PipeConnection>()
+        loop.inContext {
+            let make = { () throws(EventLoopError) in try PipeConnection(loop: loop) }
+            attempt.start(make: make) { connection, request, callback in
+                // Errors, even an invalid path, come back through the callback.
+                uv_pipe_connect(request, connection.pipeHandle, path, callback)
+                return 0
+            }
+        }
         return attempt.connected.future(onCancel: { loop.inContext { attempt.cancel() } })
     }
 
@@ -69,7 +76,7 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
         of query: (UnsafePointer<uv_pipe_t>?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?) -> Int32
     ) -> String? {
         loop.assertInLoopContext("PipeConnection path")
-        guard lifecycle == .open else { return nil }
+        guard closing.isOpen else { return nil }
         var buffer = [CChar](repeating: 0, count: 256)
         var length = buffer.count
         guard query(pipeHandle, &buffer, &length) == 0, length > 0 else { return nil }
@@ -80,50 +87,4 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
 extension PipeConnection: CustomStringConvertible {
     /// `PipeConnection(<loop>)`.
     public var description: String { "PipeConnection(\(loop.name))" }
-}
-
-/// One `uv_pipe_connect`: the request, the connection it is for and the result.
-final class PipeConnectAttempt: @unchecked Sendable {
-    // @unchecked Sendable: `connection` and `request` are used only on the connecting loop.
-    let connected = PendingResult<PipeConnection>()
-    private var connection: PipeConnection?
-    private let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
-
-    func start(_ path: String, on loop: EventLoop) {
-        guard !connected.isCompleted else { return }
-        let connection: PipeConnection
-        do {
-            connection = try PipeConnection(loop: loop)
-        } catch {
-            connected.fail(error)
-            return
-        }
-        self.connection = connection
-        request.pointee.data = Owner.retain(self)
-        // Errors, even an invalid path, come back through the callback.
-        uv_pipe_connect(request, connection.pipeHandle, path) { request, status in
-            Owner.release(request?.pointee.data, as: PipeConnectAttempt.self).finish(status)
-        }
-        loop.libuvStateDidChange()
-    }
-
-    private func finish(_ status: Int32) {
-        guard let connection else { return }
-        self.connection = nil
-        if status == 0, connection.lifecycle == .open {
-            connected.succeed(connection)
-        } else {
-            connection.beginClosing()
-            connected.fail(EventLoop.error(status == 0 ? UV_ECANCELED.rawValue : status))
-        }
-    }
-
-    func cancel() {
-        connected.fail(EventLoopError.cancelledByClose)
-        connection?.beginClosing()
-    }
-
-    deinit {
-        request.deallocate()
-    }
 }

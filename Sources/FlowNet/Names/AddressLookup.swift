@@ -5,25 +5,65 @@ import Flow
 import Glibc
 #endif
 
-/// One `uv_getaddrinfo` request: owned by libuv (through `data`) from submission to its callback.
-final class AddressLookup: @unchecked Sendable {
-    // @unchecked Sendable: `request` and `isSubmitted` are used only on the loop (`start` and `cancel` run
-    // there); `result` is Sendable.
-    let result = PendingResult<[SocketAddress]>()
+/// A name-service request on libuv's thread pool (`uv_getaddrinfo_t`, `uv_getnameinfo_t`): owned by
+/// libuv (through `data`) from submission to its callback, its answer handed out as ``result``'s future.
+class NameServiceRequest<Request, Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `request` and `isSubmitted` are used only on the loop (`submit`, `cancel` and
+    // libuv's callbacks run there); `result` is Sendable.
+    let result = PendingResult<Value>()
+    let request = UnsafeMutablePointer<Request>.allocate(capacity: 1)
+    private var isSubmitted = false
+
+    deinit {
+        request.deallocate()
+    }
+
+    /// The request as libuv's base type: its `data` field, `uv_cancel`.
+    private var baseRequest: UnsafeMutablePointer<uv_req_t> {
+        UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self)
+    }
+
+    /// Hands the request to libuv through `call` (which returns libuv's status), unless it was cancelled
+    /// before the loop got to it. A request libuv refuses fails at once.
+    func submit(on loop: EventLoop, _ call: () -> Int32) {
+        guard !result.isCompleted else { return }
+        baseRequest.pointee.data = Owner.retain(self)
+        let status = call()
+        guard status == 0 else {
+            _ = Owner.release(baseRequest.pointee.data, as: NameServiceRequest.self)
+            result.fail(EventLoop.error(status))
+            return
+        }
+        isSubmitted = true
+        loop.libuvStateDidChange()
+    }
+
+    /// Called by libuv's callback first: the request is no longer libuv's.
+    func didFinish() {
+        isSubmitted = false
+    }
+
+    /// Cancels a lookup that has not started on the thread pool; one already running finishes, and
+    /// its answer is dropped.
+    func cancel() {
+        result.fail(EventLoop.error(UV_EAI_CANCELED.rawValue))
+        if isSubmitted {
+            _ = uv_cancel(baseRequest)
+        }
+    }
+}
+
+/// One `uv_getaddrinfo` request.
+final class AddressLookup: NameServiceRequest<uv_getaddrinfo_t, [SocketAddress]>, @unchecked Sendable {
+    // @unchecked Sendable: as its superclass's; the strings are immutable.
     private let host: String
     private let service: String
     private let family: Int32
-    private let request = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
-    private var isSubmitted = false
 
     init(host: String, service: String, family: Int32) {
         self.host = host
         self.service = service
         self.family = family
-    }
-
-    deinit {
-        request.deallocate()
     }
 
     /// Stream sockets only: one entry per address instead of one per socket type.
@@ -35,39 +75,23 @@ final class AddressLookup: @unchecked Sendable {
     }
 
     func start(on loop: EventLoop) {
-        guard !result.isCompleted else { return }   // cancelled before the loop got to it
         var hints = Self.hints(family: family)
-        request.pointee.data = Owner.retain(self)
-        let status = uv_getaddrinfo(loop.unsafeLoopPointer, request, { request, status, list in
-            let lookup = Owner.release(request?.pointee.data, as: AddressLookup.self)
-            lookup.isSubmitted = false
-            defer { uv_freeaddrinfo(list) }
-            if status != 0 {
-                lookup.result.fail(EventLoop.error(status))
-            } else {
-                let addresses = AddressLookup.addresses(in: list)
-                if addresses.isEmpty {
-                    lookup.result.fail(EventLoop.error(UV_EAI_NODATA.rawValue))
+        submit(on: loop) {
+            uv_getaddrinfo(loop.unsafeLoopPointer, request, { request, status, list in
+                let lookup = Owner.release(request?.pointee.data, as: AddressLookup.self)
+                lookup.didFinish()
+                defer { uv_freeaddrinfo(list) }
+                if status != 0 {
+                    lookup.result.fail(EventLoop.error(status))
                 } else {
-                    lookup.result.succeed(addresses)
+                    let addresses = AddressLookup.addresses(in: list)
+                    if addresses.isEmpty {
+                        lookup.result.fail(EventLoop.error(UV_EAI_NODATA.rawValue))
+                    } else {
+                        lookup.result.succeed(addresses)
+                    }
                 }
-            }
-        }, host, service, &hints)
-        guard status == 0 else {
-            _ = Owner.release(request.pointee.data, as: AddressLookup.self)
-            result.fail(EventLoop.error(status))
-            return
-        }
-        isSubmitted = true
-        loop.libuvStateDidChange()
-    }
-
-    /// Cancels a lookup that has not started on the thread pool; one already running finishes, and
-    /// its answer is dropped.
-    func cancel() {
-        result.fail(EventLoop.error(UV_EAI_CANCELED.rawValue))
-        if isSubmitted {
-            _ = request.withMemoryRebound(to: uv_req_t.self, capacity: 1) { uv_cancel($0) }
+            }, host, service, &hints)
         }
     }
 
@@ -90,45 +114,25 @@ final class AddressLookup: @unchecked Sendable {
     }
 }
 
-/// One `uv_getnameinfo` request, owned like ``AddressLookup``.
-final class NameLookup: @unchecked Sendable {
-    // @unchecked Sendable: `request` and `isSubmitted` are used only on the loop.
-    let result = PendingResult<NameResolver.HostAndService>()
-    private let request = UnsafeMutablePointer<uv_getnameinfo_t>.allocate(capacity: 1)
-    private var isSubmitted = false
-
-    deinit {
-        request.deallocate()
-    }
+/// One `uv_getnameinfo` request.
+final class NameLookup: NameServiceRequest<uv_getnameinfo_t, NameResolver.HostAndService>, @unchecked Sendable {
+    // @unchecked Sendable: as its superclass's.
 
     func start(_ address: SocketAddress, on loop: EventLoop) {
-        guard !result.isCompleted else { return }
-        request.pointee.data = Owner.retain(self)
-        let status = address.withSockaddr { sockaddr in
-            uv_getnameinfo(loop.unsafeLoopPointer, request, { request, status, host, service in
-                let lookup = Owner.release(request?.pointee.data, as: NameLookup.self)
-                lookup.isSubmitted = false
-                if status != 0 {
-                    lookup.result.fail(EventLoop.error(status))
-                } else {
-                    lookup.result.succeed(NameResolver.HostAndService(
-                        host: host.map { String(cString: $0) } ?? "", service: service.map { String(cString: $0) } ?? ""))
-                }
-            }, sockaddr, 0)
-        }
-        guard status == 0 else {
-            _ = Owner.release(request.pointee.data, as: NameLookup.self)
-            result.fail(EventLoop.error(status))
-            return
-        }
-        isSubmitted = true
-        loop.libuvStateDidChange()
-    }
-
-    func cancel() {
-        result.fail(EventLoop.error(UV_EAI_CANCELED.rawValue))
-        if isSubmitted {
-            _ = request.withMemoryRebound(to: uv_req_t.self, capacity: 1) { uv_cancel($0) }
+        submit(on: loop) {
+            address.withSockaddr { sockaddr in
+                uv_getnameinfo(loop.unsafeLoopPointer, request, { request, status, host, service in
+                    let lookup = Owner.release(request?.pointee.data, as: NameLookup.self)
+                    lookup.didFinish()
+                    if status != 0 {
+                        lookup.result.fail(EventLoop.error(status))
+                    } else {
+                        lookup.result.succeed(NameResolver.HostAndService(
+                            host: host.map { String(cString: $0) } ?? "",
+                            service: service.map { String(cString: $0) } ?? ""))
+                    }
+                }, sockaddr, 0)
+            }
         }
     }
 }

@@ -118,7 +118,7 @@ extension StreamConnection {
     // MARK: libuv
 
     func startLibuvReading() {
-        guard lifecycle == .open, !isReading, !hasReachedEnd else { return }
+        guard closing.isOpen, !isReading, !hasReachedEnd else { return }
         let status = uv_read_start(handle, { handle, _, buffer in
             let connection = Owner.borrow(handle?.pointee.data, as: StreamConnection.self)
             let readBuffer = connection.readBuffer
@@ -141,7 +141,7 @@ extension StreamConnection {
     }
 
     func stopLibuvReading() {
-        guard isReading, lifecycle == .open else { return }
+        guard isReading, closing.isOpen else { return }
         uv_read_stop(handle)
         isReading = false
     }

@@ -54,7 +54,7 @@ extension StreamConnection {
     /// ```
     public func send(_ bytes: SharedBytes, completion: ((EventLoopError?) -> Void)? = nil) {
         loop.assertInLoopContext("\(type(of: self)).send")
-        guard lifecycle == .open else {
+        guard closing.isOpen else {
             if let completion { reportLater(completion, .cancelledByClose) }
             return
         }
@@ -93,11 +93,11 @@ extension StreamConnection {
         let completion = write.completion
         write.reset()
         // Requests are reused while the connection is open; once it closes they go with it.
-        if lifecycle == .open, spareWriteRequests.count < 8 {
+        if closing.isOpen, spareWriteRequests.count < 8 {
             spareWriteRequests.append(write)
         }
         completion?(status == 0 ? nil : EventLoop.error(status))
-        if !writabilityWaiters.isEmpty, lifecycle == .open, isWritable {
+        if !writabilityWaiters.isEmpty, closing.isOpen, isWritable {
             let waiters = writabilityWaiters
             writabilityWaiters = []
             for waiter in waiters { waiter.succeed(()) }
@@ -116,7 +116,7 @@ extension StreamConnection {
     /// peer that reads slowly (libuv's `uv_stream_get_write_queue_size`). Loop context only.
     public var queuedWriteBytes: Int {
         loop.assertInLoopContext("\(type(of: self)).queuedWriteBytes")
-        guard lifecycle == .open else { return 0 }
+        guard closing.isOpen else { return 0 }
         return uv_stream_get_write_queue_size(handle)
     }
 
@@ -139,7 +139,7 @@ extension StreamConnection {
     public func whenWritable() -> Future<Void> {
         let writable = PendingResult<Void>()
         onLoop { [self] in
-            if lifecycle != .open {
+            if !closing.isOpen {
                 writable.fail(EventLoopError.cancelledByClose)
             } else if isWritable {
                 writable.succeed(())
@@ -163,7 +163,7 @@ extension StreamConnection {
     public func shutdown() -> Future<Void> {
         let done = PendingResult<Void>()
         onLoop { [self] in
-            guard lifecycle == .open else {
+            guard closing.isOpen else {
                 done.fail(EventLoopError.cancelledByClose)
                 return
             }

@@ -31,14 +31,8 @@ public class StreamConnection: @unchecked Sendable {
     package let handle: UnsafeMutablePointer<uv_stream_t>
     let readBuffer: ReadBuffer
 
-    enum Lifecycle {
-        case open
-        case closing
-        case closed
-    }
-
-    var lifecycle = Lifecycle.open
-    var closeWaiters: [PendingResult<Void>] = []
+    /// Whether closing has begun and whether libuv has closed the handle; the close futures waiting.
+    let closing = HandleClosing()
 
     // Reading (see StreamConnection+Reading.swift).
     var readMode = ReadMode.none
@@ -69,7 +63,6 @@ public class StreamConnection: @unchecked Sendable {
         let status = initialize(loop.unsafeLoopPointer, typed)
         guard status == 0 else {
             typed.deallocate()
-            lifecycle = .closed
             throw EventLoop.error(status)
         }
         handle.pointee.data = Owner.retain(self)
@@ -83,7 +76,7 @@ public class StreamConnection: @unchecked Sendable {
     /// Whether the connection is open (not closing or closed). Loop context only.
     public var isOpen: Bool {
         loop.assertInLoopContext("\(type(of: self)).isOpen")
-        return lifecycle == .open
+        return closing.isOpen
     }
 
     // MARK: Closing
@@ -97,25 +90,12 @@ public class StreamConnection: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        let closed = PendingResult<Void>()
-        onLoop { [self] in
-            switch lifecycle {
-            case .closed:
-                closed.succeed(())
-            case .closing:
-                closeWaiters.append(closed)
-            case .open:
-                closeWaiters.append(closed)
-                beginClosing()
-            }
-        }
-        return closed.future()
+        closing.close(on: loop) { [self] in beginClosing() }
     }
 
     /// Closes the handle, unless already closing. Loop context only.
     func beginClosing() {
-        guard lifecycle == .open else { return }
-        lifecycle = .closing
+        guard closing.beginClosing() else { return }
         uv_close(baseHandle) { handle in
             let connection = Owner.release(handle?.pointee.data, as: StreamConnection.self)
             connection.didClose()
@@ -125,7 +105,6 @@ public class StreamConnection: @unchecked Sendable {
 
     /// The close callback: libuv is done with the handle, and has already failed its pending writes.
     private func didClose() {
-        lifecycle = .closed
         UnsafeMutableRawPointer(handle).deallocate()
         let error = EventLoopError.cancelledByClose
         // Handlers may capture this connection: dropping them here breaks that cycle.
@@ -136,9 +115,7 @@ public class StreamConnection: @unchecked Sendable {
         writabilityWaiters = []
         for waiter in writability { waiter.fail(error) }
         spareWriteRequests = []
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.succeed(()) }
+        closing.didClose()
     }
 
     // MARK: Loop context

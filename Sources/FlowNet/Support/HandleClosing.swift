@@ -64,7 +64,7 @@ package final class ContinuationFanOut<Element: Sendable>: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init() {}
 

@@ -35,38 +35,31 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Reads a socket address libuv filled in; `nil` for families other than IPv4 and IPv6.
+    ///
+    /// Every received datagram and accepted connection makes one, so the host's text is written into
+    /// memory on the stack, and a host of up to 15 bytes (any IPv4 address) needs no allocation at all.
     init?(storage: sockaddr_storage) {
         var storage = storage
-        var name = [CChar](repeating: 0, count: 64)
-        switch Int32(storage.ss_family) {
-        case AF_INET:
-            let (host, port) = withUnsafePointer(to: &storage) { pointer in
-                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-                    uv_ip4_name(address, &name, name.count)
-                    return (Self.text(name), Int(UInt16(bigEndian: address.pointee.sin_port)))
+        let family = Int32(storage.ss_family)
+        guard family == AF_INET || family == AF_INET6 else { return nil }
+        let (host, port) = withUnsafePointer(to: &storage) { pointer in
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { name -> (String, Int) in
+                name.initialize(repeating: 0)
+                if family == AF_INET {
+                    return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
+                        uv_ip4_name(address, name.baseAddress, name.count)
+                        return (String(cString: name.baseAddress!), Int(UInt16(bigEndian: address.pointee.sin_port)))
+                    }
+                }
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+                    uv_ip6_name(address, name.baseAddress, name.count)
+                    return (String(cString: name.baseAddress!), Int(UInt16(bigEndian: address.pointee.sin6_port)))
                 }
             }
-            self.host = host
-            self.port = port
-            isIPv6 = false
-        case AF_INET6:
-            let (host, port) = withUnsafePointer(to: &storage) { pointer in
-                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-                    uv_ip6_name(address, &name, name.count)
-                    return (Self.text(name), Int(UInt16(bigEndian: address.pointee.sin6_port)))
-                }
-            }
-            self.host = host
-            self.port = port
-            isIPv6 = true
-        default:
-            return nil
         }
-    }
-
-    /// The text of a NUL-terminated C string libuv wrote into `characters`.
-    private static func text(_ characters: [CChar]) -> String {
-        String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        self.host = host
+        self.port = port
+        isIPv6 = family == AF_INET6
     }
 
     /// `host:port`, with IPv6 hosts in brackets.

@@ -11,8 +11,13 @@ extension TCPConnection {
     /// TCPConnection.connect(to: address, on: loop).onValue { connection in connection.write("hi") }
     /// ```
     public static func connect(to address: SocketAddress, on loop: EventLoop = .main) -> Future<TCPConnection> {
-        let attempt = ConnectAttempt()
-        let run: @Sendable () -> Void = { attempt.start(address, on: loop) }
+        let attempt = ConnectAttempt<TCPConnection>(didConnect: { $0.setNoDelay(true) })
+        let run: @Sendable () -> Void = {
+            let make = { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: ReadBuffer()) }
+            attempt.start(make: make) { connection, request, callback in
+                address.withSockaddr { uv_tcp_connect(request, connection.tcpHandle, $0, callback) }
+            }
+        }
         if loop.isInLoopContext { run() } else { loop.execute(run) }
         return attempt.connected.future(onCancel: {
             if loop.isInLoopContext { attempt.cancel() } else { loop.execute { attempt.cancel() } }
@@ -78,61 +83,5 @@ extension TCPConnection {
                 observed.cancel()
             }
         }
-    }
-}
-
-/// One connection attempt: the `uv_connect_t`, the connection it is for and the result.
-final class ConnectAttempt: @unchecked Sendable {
-    // @unchecked Sendable: `connection` and `request` are used only on the connecting loop (`start` and
-    // `cancel` are run there); `connected` is Sendable.
-    let connected = PendingResult<TCPConnection>()
-    private var connection: TCPConnection?
-    private let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
-
-    func start(_ address: SocketAddress, on loop: EventLoop) {
-        guard !connected.isCompleted else { return }   // cancelled before the loop got to it
-        let connection: TCPConnection
-        do {
-            connection = try TCPConnection(loop: loop, readBuffer: ReadBuffer())
-        } catch {
-            connected.fail(error)
-            return
-        }
-        self.connection = connection
-        request.pointee.data = Owner.retain(self)
-        let status = address.withSockaddr { sockaddr in
-            uv_tcp_connect(request, connection.tcpHandle, sockaddr) { request, status in
-                let attempt = Owner.release(request?.pointee.data, as: ConnectAttempt.self)
-                attempt.finish(status)
-            }
-        }
-        if status != 0 {
-            _ = Owner.release(request.pointee.data, as: ConnectAttempt.self)
-            finish(status)
-        } else {
-            loop.libuvStateDidChange()
-        }
-    }
-
-    private func finish(_ status: Int32) {
-        guard let connection else { return }
-        self.connection = nil
-        if status == 0, connection.lifecycle == .open {
-            connection.setNoDelay(true)
-            connected.succeed(connection)
-        } else {
-            connection.beginClosing()
-            connected.fail(EventLoop.error(status == 0 ? UV_ECANCELED.rawValue : status))
-        }
-    }
-
-    /// Closes the socket of an attempt still connecting; libuv then reports `ECANCELED` to `finish`.
-    func cancel() {
-        connected.fail(EventLoopError.cancelledByClose)
-        connection?.beginClosing()
-    }
-
-    deinit {
-        request.deallocate()
     }
 }

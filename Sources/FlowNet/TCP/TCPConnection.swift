@@ -52,7 +52,7 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
         of query: (UnsafePointer<uv_tcp_t>?, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<Int32>?) -> Int32
     ) -> SocketAddress? {
         loop.assertInLoopContext("TCPConnection address")
-        guard lifecycle == .open else { return nil }
+        guard closing.isOpen else { return nil }
         var storage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
         let status = withUnsafeMutablePointer(to: &storage) { pointer in

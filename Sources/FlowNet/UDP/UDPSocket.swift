@@ -122,7 +122,8 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```
     @discardableResult
     public func send(_ bytes: [UInt8], to address: SocketAddress? = nil) -> Future<Void> {
-        send(SharedBytes(bytes), to: address)
+        if let sent = bytes.withUnsafeBytes({ sendAtOnce($0, to: address) }) { return sent }
+        return send(SharedBytes(bytes), to: address)
     }
 
     /// Sends `bytes` without copying them again; see ``send(_:to:)-([UInt8],_)``.
@@ -133,6 +134,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```
     @discardableResult
     public func send(_ bytes: SharedBytes, to address: SocketAddress? = nil) -> Future<Void> {
+        if let sent = bytes.withUnsafeBytes({ sendAtOnce($0, to: address) }) { return sent }
         let sent = PendingResult<Void>()
         loop.inContext { [self] in
             guard isOpen else {
@@ -160,6 +162,26 @@ public final class UDPSocket: @unchecked Sendable {
             }
         }
         return sent.future()
+    }
+
+    /// The fast path of a send made in the loop's context while nothing else waits to be sent: the kernel
+    /// takes the datagram now (`uv_udp_try_send`), with no request, no copy and no callback. `nil` when it
+    /// cannot (another thread, a closed socket, a send queue that is not empty, a full socket buffer): the
+    /// datagram then goes through `uv_udp_send`, which keeps the order of sends.
+    private func sendAtOnce(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress?) -> Future<Void>? {
+        guard loop.isInLoopContext, isOpen, let base = bytes.baseAddress else { return nil }
+        let start = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self))
+        var buffer = uv_buf_init(start, UInt32(min(bytes.count, Int(UInt32.max))))
+        let status: Int32
+        if let address {
+            status = address.withSockaddr { uv_udp_try_send(handle, &buffer, 1, $0) }
+        } else {
+            status = uv_udp_try_send(handle, &buffer, 1, nil)
+        }
+        if status >= 0 { return Future(()) }
+        // EAGAIN: queued sends go first, or the socket's buffer is full; ENOSYS: no such fast path.
+        if status == UV_EAGAIN.rawValue || status == UV_ENOSYS.rawValue { return nil }
+        return Future(error: EventLoop.error(status))
     }
 
     /// Connects the socket to `address`: datagrams sent without an address go there, and only that

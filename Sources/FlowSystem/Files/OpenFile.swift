@@ -48,7 +48,7 @@ public final class OpenFile: Sendable {
     public let loop: EventLoop
     /// The file descriptor.
     public let descriptor: Int32
-    private let isOpen = Synchronization.Mutex(true)
+    private let isOpen = Locked(true)
 
     init(descriptor: Int32, loop: EventLoop) {
         self.descriptor = descriptor
@@ -154,23 +154,42 @@ public final class OpenFile: Sendable {
     /// ```
     public func readToEnd(limit: Int = 1 << 30) -> Future<[UInt8]> {
         status().flatMap(on: .none) { [self] status in
-            readRest(into: [], chunkSize: Int(min(max(status.size, 4096), 4 << 20)) + 1, limit: limit)
+            // Room for the whole file and a byte more: the read that finds the end then needs no new
+            // memory, and a file of the status's size is read in one request.
+            let collected = ReadCollector(capacity: min(Int(max(status.size, 0)), limit) + 1)
+            return readRest(into: collected, limit: limit)
         }
     }
 
-    private func readRest(into collected: [UInt8], chunkSize: Int, limit: Int) -> Future<[UInt8]> {
-        read(upTo: chunkSize).flatMap(on: .none) { [self] chunk -> Future<[UInt8]> in
-            if chunk.isEmpty { return Future(collected) }
-            guard collected.count + chunk.count <= limit else {
-                return Future(error: EventLoop.error(UV_EFBIG.rawValue))
-            }
-            return readRest(into: collected + chunk, chunkSize: chunkSize, limit: limit)
+    /// Reads into `collected` where it ends, until a read finds the end of the file. Every read lands
+    /// in the collector's memory, so the bytes are copied once, into the array handed out.
+    private func readRest(into collected: ReadCollector, limit: Int) -> Future<[UInt8]> {
+        if collected.count == collected.capacity {
+            collected.grow(upTo: limit + 1)   // the file grew since its status was read
+        }
+        let descriptor = descriptor
+        let room = min(collected.capacity - collected.count, 1 << 30)
+        let read: Future<Int> = FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+            var slice = uv_buf_init(
+                collected.base.advanced(by: collected.count).assumingMemoryBound(to: CChar.self), UInt32(room))
+            return uv_fs_read(loop, request, descriptor, &slice, 1, -1, callback)
+        }, finish: { request in .success(Int(request.pointee.result)) })
+        return read.flatMap(on: .none) { [self] count -> Future<[UInt8]> in
+            if count == 0 { return Future(collected.takeBytes()) }
+            collected.count += count
+            guard collected.count <= limit else { return Future(error: EventLoop.error(UV_EFBIG.rawValue)) }
+            return readRest(into: collected, limit: limit)
         }
     }
 
-    /// The file from the current position as an `AsyncSequence` of chunks of up to `size` bytes. Each
-    /// step reads one chunk when asked: a consumer that is slow is never handed more than one chunk
-    /// ahead (back-pressure), whatever the file's size.
+    /// The file from the current position as an `AsyncSequence` of chunks of up to `size` bytes, in
+    /// order. Reads run ahead of the consumer, at most ``FileChunks/readAheadLimit`` chunks being read
+    /// or waiting to be taken: a slow consumer holds that many chunks at most (back-pressure), whatever
+    /// the file's size, and one that keeps up rarely waits for a read. The reads run in a job on the
+    /// thread pool that hands each chunk straight to the consumer, without a hop through the loop. A
+    /// regular file is read at offsets, and its position is at the end once the sequence ends. Close
+    /// the file once the sequence has ended (a loop left early may leave a read ahead running until it
+    /// finishes).
     ///
     /// ```swift
     /// for try await chunk in file.chunks(size: 65536) {
@@ -179,30 +198,6 @@ public final class OpenFile: Sendable {
     /// ```
     public func chunks(size: Int = 64 * 1024) -> FileChunks {
         FileChunks(file: self, size: size)
-    }
-}
-
-/// The chunks of an ``OpenFile``; see ``OpenFile/chunks(size:)``.
-public struct FileChunks: AsyncSequence, Sendable {
-    /// A chunk of bytes, never empty.
-    public typealias Element = [UInt8]
-
-    let file: OpenFile
-    let size: Int
-
-    /// Makes the iterator.
-    public func makeAsyncIterator() -> Iterator { Iterator(file: file, size: size) }
-
-    /// Reads chunk after chunk.
-    public struct Iterator: AsyncIteratorProtocol {
-        let file: OpenFile
-        let size: Int
-
-        /// The next chunk, or `nil` at the end of the file.
-        public mutating func next() async throws -> [UInt8]? {
-            let chunk = try await file.read(upTo: size).get()
-            return chunk.isEmpty ? nil : chunk
-        }
     }
 }
 
@@ -217,5 +212,54 @@ final class ReadTarget: @unchecked Sendable {
 
     deinit {
         base.deallocate()
+    }
+}
+
+/// The memory ``OpenFile/readToEnd(limit:)`` reads into, one read after the other: the storage of the
+/// array it hands out, so the bytes are not copied again (a 1 GiB file would be copied once more, and
+/// its memory touched twice).
+final class ReadCollector: @unchecked Sendable {
+    // @unchecked Sendable: used by one read at a time; each read is submitted from the loop, fills the
+    // memory on a pool thread, and completes on the loop, before the next one starts.
+    private var storage: [UInt8]
+    private(set) var base: UnsafeMutableRawPointer
+    private(set) var capacity: Int
+    /// The bytes read so far.
+    var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+        (storage, base) = Self.makeStorage(self.capacity)
+    }
+
+    /// An array of `capacity` bytes for the reads to fill, and its memory. The array never changes
+    /// while reads fill it (so its memory stays where it is), and ``takeBytes()`` cuts off what they
+    /// did not fill before anyone reads it.
+    private static func makeStorage(_ capacity: Int) -> ([UInt8], UnsafeMutableRawPointer) {
+        var base: UnsafeMutableRawPointer?
+        let storage = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initializedCount in
+            base = UnsafeMutableRawPointer(buffer.baseAddress!)
+            initializedCount = capacity
+        }
+        return (storage, base!)
+    }
+
+    /// Doubles the memory (at least 64 KiB more), up to `limit` bytes.
+    func grow(upTo limit: Int) {
+        let grown = max(min(max(capacity * 2, capacity + 64 * 1024), limit), capacity)
+        guard grown > capacity else { return }
+        let (larger, largerBase) = Self.makeStorage(grown)
+        largerBase.copyMemory(from: base, byteCount: count)
+        (storage, base, capacity) = (larger, largerBase, grown)
+    }
+
+    /// The bytes read, as an array; the collector is done.
+    func takeBytes() -> [UInt8] {
+        var bytes = storage
+        storage = []
+        // Less than half used (a file that shrank, or grew past its status): an exact copy frees the rest.
+        if count < capacity / 2 { return Array(bytes[0..<count]) }
+        bytes.removeSubrange(count...)   // in place: the array is no longer shared
+        return bytes
     }
 }

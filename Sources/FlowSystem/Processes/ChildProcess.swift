@@ -23,7 +23,10 @@ import Glibc
 /// pipes asked for with ``StandardStream/pipe`` are yours to close.
 ///
 /// libuv learns of a child's exit through `SIGCHLD`; spawning unblocks it on the loop's thread, which a
-/// process started from a Dispatch thread would otherwise inherit blocked.
+/// process started from a Dispatch thread would otherwise inherit blocked. libuv then collects only its
+/// own children, by process id, so Foundation's `Process` works alongside; code that collects any
+/// child (`waitpid(-1, ...)`, `SIGCHLD` ignored) would take the exit before libuv sees it, and ``exit``
+/// would never complete.
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked Sendable: `handle` and `hasExited` are used only in the loop's context (`spawn` asserts
     // it, `kill` hops there); the rest is immutable.

@@ -112,7 +112,7 @@ public final class SignalWatcher: @unchecked Sendable {
         of signals: [ProcessSignal], keepsLoopAlive: Bool = true, on loop: EventLoop = .main
     ) -> Future<ProcessSignal> {
         let received = PendingResult<ProcessSignal>()
-        let watcherBox = Synchronization.Mutex<SignalWatcher?>(nil)
+        let watcherBox = Locked<SignalWatcher?>(nil)
         loop.inContext {
             guard !received.isCompleted else { return }
             do {

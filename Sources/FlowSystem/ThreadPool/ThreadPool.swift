@@ -29,7 +29,7 @@ public enum ThreadPool {
     ) -> Future<Value> {
         let result = PendingResult<Value>()
         // Computed on a pool thread, reported from the loop.
-        let computed = Synchronization.Mutex<Result<Value>?>(nil)
+        let computed = Locked<Result<Value>?>(nil)
         let job = PoolJob(
             run: { computed.withLock { $0 = Result { try work() } } },
             didFinish: { if let value = computed.withLock({ $0 }) { result.complete(value) } },
