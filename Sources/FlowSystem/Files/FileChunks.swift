@@ -32,11 +32,13 @@ public struct FileChunks: AsyncSequence, Sendable {
 /// Reads a file's chunks ahead of the consumer, up to ``FileChunks/readAheadLimit`` of them, and hands
 /// them out in order.
 ///
-/// The reads run one after the other in a job on libuv's thread pool, which reads until that many
-/// chunks wait (or the file ends) and hands each chunk straight to a waiting consumer: no hop through
-/// the loop per chunk. Taking a chunk from a full buffer starts a new job. A file that can seek (a
-/// regular file) is read at offsets from the position it had when the iteration started, and its
-/// position is moved to the end once the end is found; a pipe or a terminal is read at its position.
+/// The reads run one after the other in a job on libuv's thread pool. While at most half that many
+/// chunks wait, a read fills every chunk there is room for in one call, and hands them straight to a
+/// waiting consumer: no hop through the loop per chunk, and a consumer that keeps up is woken once per
+/// read, not per chunk. Taking a chunk that leaves half the read-ahead or less starts a new job. A
+/// file that can seek (a regular file) is read at offsets from the position it had when the iteration
+/// started, and its position is moved to the end once the end is found; a pipe or a terminal is read
+/// at its position.
 final class ChunkReader: Sendable {
     private struct State {
         /// Read and not taken yet.
@@ -88,10 +90,11 @@ final class ChunkReader: Sendable {
         return state.ending
     }
 
-    /// Starts a pool job that reads, unless one is reading, enough chunks wait, or the file has ended.
+    /// Starts a pool job that reads, unless one is reading, more than half the read-ahead chunks wait, or
+    /// the file has ended.
     private func startReading() {
         let starts = state.withLock { state -> Bool in
-            guard !state.isReading, state.ending == nil, state.waiting.count < FileChunks.readAheadLimit else {
+            guard !state.isReading, state.ending == nil, state.waiting.count <= FileChunks.readAheadLimit / 2 else {
                 return false
             }
             state.isReading = true
@@ -100,60 +103,80 @@ final class ChunkReader: Sendable {
         guard starts else { return }
         let job = PoolJob(run: { [self] in readOnPool() }, didFinish: {}, didCancel: { [self] in
             // The pool refused the job (the loop is closing).
-            hand(.failure(EventLoopError.cancelledByClose), stopsReading: true)
+            hand([], .failure(EventLoopError.cancelledByClose))
         })
         let loop = file.loop
         loop.inContext { job.submit(on: loop) }
     }
 
-    /// On a pool thread: reads chunk after chunk until enough wait or the file ends.
+    /// On a pool thread: reads until enough chunks wait or the file ends. Each read fills every chunk
+    /// there is room for in one call (`preadv`, or `readv` at the position), and the chunks are handed
+    /// over together: fewer calls, and fewer wake-ups of a waiting consumer.
     private func readOnPool() {
         while true {
-            let offset = state.withLock { state -> Int64?? in
-                guard state.ending == nil, state.waiting.count < FileChunks.readAheadLimit else {
+            let room = state.withLock { state -> (count: Int, offset: Int64?)? in
+                guard state.ending == nil, state.waiting.count <= FileChunks.readAheadLimit / 2 else {
                     state.isReading = false
-                    return .none
+                    return nil
                 }
-                return .some(state.nextOffset)
+                return (FileChunks.readAheadLimit - state.waiting.count, state.nextOffset)
             }
-            guard case .some(let position) = offset else { return }
-            var failure: Int32 = 0
-            var chunk = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-                var read: Int
-                repeat {
-                    read = position.map { pread(file.descriptor, buffer.baseAddress, size, off_t($0)) }
-                        ?? Glibc.read(file.descriptor, buffer.baseAddress, size)
-                } while read < 0 && errno == EINTR
-                if read < 0 { failure = errno }
-                count = max(read, 0)
+            guard let room else { return }
+            var chunks: [[UInt8]] = []
+            var slices: [iovec] = []
+            chunks.reserveCapacity(room.count)
+            slices.reserveCapacity(room.count)
+            for _ in 0..<room.count {
+                // The array's memory stays where it is while the array is not changed: the read fills it.
+                var base: UnsafeMutableRawPointer?
+                chunks.append([UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+                    base = UnsafeMutableRawPointer(buffer.baseAddress!)
+                    count = size
+                })
+                slices.append(iovec(iov_base: base, iov_len: size))
             }
-            // A short read (a pipe, the end of the file) keeps only what it needs.
-            if chunk.count < size / 2 { chunk = Array(chunk[...]) }
-            if failure != 0 {
-                hand(.failure(EventLoop.error(-failure)), stopsReading: true)
+            var read: Int
+            repeat {
+                read = slices.withUnsafeBufferPointer { slices in
+                    room.offset.map { preadv(file.descriptor, slices.baseAddress, Int32(slices.count), off_t($0)) }
+                        ?? readv(file.descriptor, slices.baseAddress, Int32(slices.count))
+                }
+            } while read < 0 && errno == EINTR
+            if read < 0 {
+                hand([], .failure(EventLoop.error(-errno)))
                 return
             }
-            if chunk.isEmpty {
-                if let position { _ = lseek(file.descriptor, off_t(position), SEEK_SET) }
-                hand(.success(nil), stopsReading: true)
+            if read == 0 {
+                if let position = room.offset { _ = lseek(file.descriptor, off_t(position), SEEK_SET) }
+                hand([], .success(nil))
                 return
             }
-            hand(.success(chunk), stopsReading: false)
+            // Keeps the chunks the read reached; the last one may be short (a pipe, the end of the file).
+            let filled = (read + size - 1) / size
+            chunks.removeSubrange(filled...)
+            let last = read - (filled - 1) * size
+            if last < size / 2 {
+                chunks[filled - 1] = Array(chunks[filled - 1][..<last])
+            } else {
+                chunks[filled - 1].removeSubrange(last...)
+            }
+            hand(chunks, nil)
         }
     }
 
-    /// Hands a chunk (or the end, or a failure) to a waiting consumer, or keeps it for the next one.
-    private func hand(_ outcome: Swift.Result<[UInt8]?, Error>, stopsReading: Bool) {
+    /// Hands chunks, then the end or a failure if `ending` is given, to a waiting consumer, or keeps them
+    /// for the next one. An ending stops the reading.
+    private func hand(_ chunks: [[UInt8]], _ ending: Swift.Result<[UInt8]?, Error>?) {
         typealias HandOver = (CheckedContinuation<[UInt8]?, Error>?, Swift.Result<[UInt8]?, Error>?)
         let (consumer, ready) = state.withLock { state -> HandOver in
-            switch outcome {
-            case .success(let chunk?):
+            for chunk in chunks {
                 state.waiting.append(chunk)
                 state.nextOffset = state.nextOffset.map { $0 + Int64(chunk.count) }
-            default:
-                state.ending = outcome
             }
-            if stopsReading { state.isReading = false }
+            if let ending {
+                state.ending = ending
+                state.isReading = false
+            }
             guard let consumer = state.consumer, let ready = Self.takeReady(&state) else { return (nil, nil) }
             state.consumer = nil
             return (consumer, ready)
