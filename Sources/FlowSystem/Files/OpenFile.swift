@@ -302,12 +302,16 @@ final class ReadCollector: @unchecked Sendable {
     /// (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14 and later), instead of one page fault per 4 KiB page
     /// as a read fills them. Only the whole pages inside the range; where the call is not known, nothing.
     func populate(_ start: Int, _ count: Int) {
-        let pageSize = 4096
+        let pageSize = Self.pageSize
         let first = (Int(bitPattern: base) + start + pageSize - 1) & ~(pageSize - 1)
         let end = (Int(bitPattern: base) + start + count) & ~(pageSize - 1)
         guard end > first else { return }
         _ = madvise(UnsafeMutableRawPointer(bitPattern: first), end - first, Self.populateWrite)
     }
+
+    /// The system's page size (4 KiB on x86-64, up to 64 KiB on some ARM systems): `madvise` takes
+    /// only a range that starts on a page.
+    private static let pageSize = max(Int(sysconf(Int32(_SC_PAGESIZE))), 4096)
 
     /// `MADV_POPULATE_WRITE`, which Glibc's module may not name.
     private static let populateWrite: Int32 = 23
