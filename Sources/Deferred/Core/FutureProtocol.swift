@@ -40,7 +40,7 @@ public protocol FutureProtocol<Value>: CustomDebugStringConvertible, Sendable {
 }
 
 extension FutureProtocol {
-    /// The executor `upon` uses when given none: ``Dispatch/DispatchQueue/any()``, a concurrent
+    /// The executor `upon` uses when given none: `DispatchQueue.any()`, a concurrent
     /// background queue, wherever the caller runs (on an event loop too).
     public static var defaultUponExecutor: PreferredExecutor {
         DispatchQueue.any()

@@ -22,7 +22,7 @@ extension Flow.EventLoop: Executor {
 }
 
 /// The executor used when the caller names none: Deferred's own default, a concurrent background queue
-/// (``Dispatch/DispatchQueue/any()``), wherever the caller runs. Code on an event loop that wants its
+/// (`DispatchQueue.any()`), wherever the caller runs. Code on an event loop that wants its
 /// closures back on the loop names it: `upon(loop)`, `upon(Scheduler.main)`.
 @inlinable
 func defaultExecutor() -> any Executor {

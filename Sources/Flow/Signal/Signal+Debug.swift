@@ -18,6 +18,10 @@ extension SignalProvider {
     ///   - scheduler: where the events are printed and passed on.
     ///   - message: printed before each event, if given.
     ///   - print: receives each line; standard output by default.
+    ///   - file: the file named in each line; the caller's by default.
+    ///   - line: the line named in each line; the caller's by default.
+    ///   - function: the function named in each line; the caller's by default.
+    /// - Returns: the same events, printed as they pass.
     @preconcurrency
     public func debug(
         on scheduler: Scheduler = .current,

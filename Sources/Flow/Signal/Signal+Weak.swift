@@ -24,7 +24,7 @@ extension SignalProvider {
         paired(weaklyWith: object)
     }
 
-    /// ``with(weak:)`` under a name the tuple overloads cannot shadow.
+    /// `with(weak:)` under a name the tuple overloads cannot shadow.
     func paired<Object: AnyObject & Sendable>(weaklyWith object: Object) -> CoreSignal<Kind.DropWrite, (Value, Object)> {
         let signal = providedSignal
         let reference = WeakReference(object)
@@ -52,7 +52,7 @@ extension SignalProvider {
 }
 
 extension SignalProvider where Value == Void {
-    /// `object` each time the signal signals, as long as `object` lives (see ``with(weak:)``).
+    /// `object` each time the signal signals, as long as `object` lives (see `with(weak:)`).
     ///
     /// ```swift
     /// bag += refreshTaps.with(weak: self).onValue { controller in controller.refresh() }
@@ -64,7 +64,7 @@ extension SignalProvider where Value == Void {
 }
 
 extension SignalProvider {
-    /// Each pair of values with `object` appended, as long as `object` lives (see ``with(weak:)``).
+    /// Each pair of values with `object` appended, as long as `object` lives (see `with(weak:)`).
     ///
     /// ```swift
     /// bag += combineLatest(name, age).with(weak: self).onValue { name, age, controller in ... }
@@ -76,7 +76,7 @@ extension SignalProvider {
         paired(weaklyWith: object).map(on: .none) { ($0.0, $0.1, $1) }
     }
 
-    /// Each triple of values with `object` appended, as long as `object` lives (see ``with(weak:)``).
+    /// Each triple of values with `object` appended, as long as `object` lives (see `with(weak:)`).
     @preconcurrency
     public func with<Object: AnyObject & Sendable, A: Sendable, B: Sendable, C: Sendable>(
         weak object: Object
@@ -84,7 +84,7 @@ extension SignalProvider {
         paired(weaklyWith: object).map(on: .none) { ($0.0, $0.1, $0.2, $1) }
     }
 
-    /// Each tuple of 4 values with `object` appended, as long as `object` lives (see ``with(weak:)``):
+    /// Each tuple of 4 values with `object` appended, as long as `object` lives (see `with(weak:)`):
     /// Flow spells this one without the `weak:` label.
     @preconcurrency
     public func with<Object: AnyObject & Sendable, A: Sendable, B: Sendable, C: Sendable, D: Sendable>(
@@ -93,7 +93,7 @@ extension SignalProvider {
         paired(weaklyWith: object).map(on: .none) { ($0.0, $0.1, $0.2, $0.3, $1) }
     }
 
-    /// Each tuple of 5 values with `object` appended, as long as `object` lives (see ``with(weak:)``):
+    /// Each tuple of 5 values with `object` appended, as long as `object` lives (see `with(weak:)`):
     /// Flow spells this one without the `weak:` label.
     @preconcurrency
     public func with<Object: AnyObject & Sendable, A: Sendable, B: Sendable, C: Sendable, D: Sendable, E: Sendable>(
@@ -102,7 +102,7 @@ extension SignalProvider {
         paired(weaklyWith: object).map(on: .none) { ($0.0, $0.1, $0.2, $0.3, $0.4, $1) }
     }
 
-    /// Each tuple of 6 values with `object` appended, as long as `object` lives (see ``with(weak:)``):
+    /// Each tuple of 6 values with `object` appended, as long as `object` lives (see `with(weak:)`):
     /// Flow spells this one without the `weak:` label.
     @preconcurrency
     public func with<Object: AnyObject & Sendable, A: Sendable, B: Sendable, C: Sendable, D: Sendable, E: Sendable, F: Sendable>(
@@ -111,7 +111,7 @@ extension SignalProvider {
         paired(weaklyWith: object).map(on: .none) { ($0.0, $0.1, $0.2, $0.3, $0.4, $0.5, $1) }
     }
 
-    /// Each tuple of 7 values with `object` appended, as long as `object` lives (see ``with(weak:)``):
+    /// Each tuple of 7 values with `object` appended, as long as `object` lives (see `with(weak:)`):
     /// Flow spells this one without the `weak:` label.
     @preconcurrency
     public func with<Object: AnyObject & Sendable, A: Sendable, B: Sendable, C: Sendable, D: Sendable, E: Sendable, F: Sendable, G: Sendable>(
@@ -120,7 +120,7 @@ extension SignalProvider {
         paired(weaklyWith: object).map(on: .none) { ($0.0, $0.1, $0.2, $0.3, $0.4, $0.5, $0.6, $1) }
     }
 
-    /// Each tuple of 8 values with `object` appended, as long as `object` lives (see ``with(weak:)``):
+    /// Each tuple of 8 values with `object` appended, as long as `object` lives (see `with(weak:)`):
     /// Flow spells this one without the `weak:` label.
     @preconcurrency
     public func with<Object: AnyObject & Sendable, A: Sendable, B: Sendable, C: Sendable, D: Sendable, E: Sendable, F: Sendable, G: Sendable, H: Sendable>(
@@ -129,7 +129,7 @@ extension SignalProvider {
         paired(weaklyWith: object).map(on: .none) { ($0.0, $0.1, $0.2, $0.3, $0.4, $0.5, $0.6, $0.7, $1) }
     }
 
-    /// Each tuple of 9 values with `object` appended, as long as `object` lives (see ``with(weak:)``):
+    /// Each tuple of 9 values with `object` appended, as long as `object` lives (see `with(weak:)`):
     /// Flow spells this one without the `weak:` label.
     @preconcurrency
     public func with<Object: AnyObject & Sendable, A: Sendable, B: Sendable, C: Sendable, D: Sendable, E: Sendable, F: Sendable, G: Sendable, H: Sendable, I: Sendable>(
