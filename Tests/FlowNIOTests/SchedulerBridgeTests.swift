@@ -27,6 +27,10 @@ struct NIOSchedulerTests {
     }
 
     @Test func aCallbackRegisteredInANIOHandlerRunsOnItsLoopWithNoHop() async throws {
+        // What the documentation asks a program to do at startup. Without it, this test passed only
+        // when another test in the process had already used the bridge (which installs it), and
+        // failed when it ran first: `.current` on a NIO thread is the loop only once installed.
+        FlowNIOBridge.install()
         try await withLoopGroup { group async throws in
             let loop = group.next()
             let observations = try await loop.submit { () -> [Bool] in
