@@ -108,4 +108,52 @@ struct SignalStressTests {
         }
         waitUntil("every registration was removed", meanwhile: { places.drain() }) { callbacker.isEmpty }
     }
+
+    @Test("listeners let go of on other threads while values are delivered: no use of a freed listener, every closure released")
+    func listenersDroppedFromOtherThreadsDuringDelivery() {
+        let places = StressPlaces()
+        defer { places.shutdown() }
+        let callbacker = Callbacker<Int>()
+        let signal = Signal(callbacker: callbacker)
+        let persistent = SequenceCheck(isComplete: true, place: .anywhere)
+        let bag = DisposeBag()
+        bag += signal.onValue(on: .none) { persistent.receive($0, places: places) }
+        let liveClosures = LiveObjects()
+        let sendersDone = Atomic<Int>(0)
+        let senders = 2
+        let valuesPerSender = self.valuesPerThread * 4
+
+        runOnThreads(6) { index in
+            if index < senders {
+                for sequence in 0..<valuesPerSender { callbacker.callAll(with: (index << 32) | sequence) }
+                sendersDone.add(1, ordering: .releasing)
+                return
+            }
+            var random = SplitMix64(state: UInt64(index) &+ 0x0D20)
+            var rounds = 0
+            while rounds < 200 || sendersDone.load(ordering: .acquiring) < senders {
+                rounds += 1
+                let place = Place.allCases.randomElement(using: &random)!
+                let check = SequenceCheck(isComplete: false, place: place)
+                let token = liveClosures.make()
+                var listener: Disposable? = signal.onValue(on: places.scheduler(place)) { value in
+                    token.touch()
+                    check.receive(value, places: places)
+                }
+                if random.next() % 4 == 0 { sched_yield() }
+                listener = nil  // let go of, not disposed: its deinit unregisters it
+                _ = listener
+                #expect(check.outOfOrder == 0)
+                #expect(check.wrongPlace == 0)
+            }
+        }
+
+        waitUntil("the persistent listener got every value") { persistent.total == senders * valuesPerSender }
+        waitUntil("every dropped listener's closure was released", meanwhile: { places.drain() }) {
+            liveClosures.alive == 0
+        }
+        bag.dispose()
+        #expect(persistent.outOfOrder == 0)
+        #expect(callbacker.isEmpty)
+    }
 }

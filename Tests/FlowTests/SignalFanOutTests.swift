@@ -179,4 +179,164 @@ struct SignalFanOutTests {
             #expect(volume.value == 2)
         }
     }
+
+    @Test("a listener that lets go of its own handle inside its callback gets nothing more, and its closure is released")
+    func droppingOwnHandleInsideTheCallback() {
+        let live = LiveObjects()
+        let callbacker = Callbacker<Int>()
+        let received = Recorder<Int>()
+        onTestScheduler {
+            let signal = Signal(callbacker: callbacker)
+            let handle = Mutex<Disposable?>(nil)
+            do {
+                let tracked = live.make()
+                let listener = signal.onValue { value in
+                    tracked.touch()
+                    received.append(value)
+                    if value == 2 {
+                        let dropped = handle.withLock { $0.take() }
+                        _ = dropped
+                    }
+                }
+                handle.withLock { $0 = listener }
+            }
+            for value in 1...3 { callbacker.callAll(with: value) }
+        }
+        #expect(received.elements == [1, 2])
+        #expect(callbacker.isEmpty)
+        #expect(live.alive == 0, "the closure outlived its listener")
+    }
+
+    @Test("a callback that lets go of later listeners' handles: they get nothing of that value, in its batch or a later one, and their closures go at once")
+    func droppingLaterHandlesInsideACallback() {
+        let live = LiveObjects()
+        let callbacker = Callbacker<Int>()
+        let count = 40  // more than one batch of registrations
+        let received = (0..<count).map { _ in Recorder<Int>() }
+        let aliveAfterDropping = Recorder<Int>()
+        onTestScheduler {
+            let signal = Signal(callbacker: callbacker)
+            let handles = Mutex<[Disposable?]>([])
+            for index in 0..<count {
+                let tracked = live.make()
+                let listener = signal.onValue { value in
+                    tracked.touch()
+                    received[index].append(value)
+                    if index == 0, value == 2 {
+                        handles.withLock { handles in
+                            handles[5] = nil
+                            handles[35] = nil
+                        }
+                        aliveAfterDropping.append(live.alive)
+                    }
+                }
+                handles.withLock { $0.append(listener) }
+            }
+            for value in 1...3 { callbacker.callAll(with: value) }
+            handles.withLock { $0 = [] }
+        }
+        for index in 0..<count {
+            #expect(received[index].elements == (index == 5 || index == 35 ? [1] : [1, 2, 3]), "listener \(index)")
+        }
+        #expect(aliveAfterDropping.elements == [count - 2], "the dropped listeners' closures were still alive")
+        #expect(callbacker.isEmpty)
+        #expect(live.alive == 0)
+    }
+
+    @Test("a value sent during a delivery reaches the listeners registered when it was sent that are still registered at its turn")
+    func valueSentDuringADeliveryReachesThoseRegisteredWhenSent() {
+        onTestScheduler {
+            let callbacker = Callbacker<Int>()
+            let signal = Signal(callbacker: callbacker)
+            let received = (0..<11).map { _ in Recorder<Int>() }
+            let handles = Mutex<[Disposable?]>([])
+            for index in 0..<10 {
+                let listener = signal.onValue { value in
+                    received[index].append(value)
+                    guard value == 1 else { return }
+                    if index == 0 {
+                        // Eight removals leave more holes than registrations: the list is compacted
+                        // between two values, and the queued values' bounds must follow.
+                        let dropped = handles.withLock { handles in (1...8).map { handles[$0].take() } }
+                        _ = dropped
+                        callbacker.callAll(with: 2)
+                        let late = signal.onValue { received[10].append($0) }
+                        handles.withLock { $0.append(late) }
+                        callbacker.callAll(with: 3)
+                    } else if index == 9 {
+                        let dropped = handles.withLock { $0[9].take() }
+                        _ = dropped
+                    }
+                }
+                handles.withLock { $0.append(listener) }
+            }
+            callbacker.callAll(with: 1)
+            callbacker.callAll(with: 4)
+            #expect(received[0].elements == [1, 2, 3, 4])
+            for index in 1...8 { #expect(received[index].elements == [], "listener \(index)") }
+            #expect(received[9].elements == [1], "registered when 2 and 3 were sent, gone before their turn")
+            #expect(received[10].elements == [3, 4], "added after 2 was sent")
+            handles.withLock { $0 = [] }
+            #expect(callbacker.isEmpty)
+        }
+    }
+
+    @Test("a value on its way to another scheduler is dropped if the listener was let go of meanwhile, and reaches one still registered after a compaction")
+    func hopAfterTheListenerWasReleased() {
+        let live = LiveObjects()
+        let callbacker = Callbacker<Int>()
+        let queue = DispatchQueue(label: "signal.tests.hop")
+        let queueScheduler = Scheduler(queue: queue)
+        let dropped = Recorder<Int>()
+        let kept = Recorder<Int>()
+        onTestScheduler {
+            let signal = Signal(callbacker: callbacker)
+            var others: [Disposable] = (0..<10).map { _ in signal.onValue { _ in } }
+            var droppedListener: Disposable? = {
+                let tracked = live.make()
+                return signal.onValue(on: queueScheduler) { value in
+                    tracked.touch()
+                    dropped.append(value)
+                }
+            }()
+            let keptListener = signal.onValue(on: queueScheduler) { kept.append($0) }
+            queue.suspend()
+            callbacker.callAll(with: 1)  // two hops wait on the queue
+            droppedListener = nil
+            #expect(live.alive == 1, "the hop keeps the closure until it runs")
+            others = []  // the list is compacted: the kept listener moves
+            queue.resume()
+            queue.sync {}
+            #expect(dropped.elements == [])
+            #expect(kept.elements == [1])
+            #expect(live.alive == 0, "the hop let go of the closure")
+            keptListener.dispose()
+            _ = (others, droppedListener)
+        }
+        #expect(callbacker.isEmpty)
+    }
+
+    @Test("a listener's closure is released as soon as its handle is let go of, or disposed while kept")
+    func closureReleasedWithTheHandle() {
+        let live = LiveObjects()
+        let callbacker = Callbacker<Int>()
+        onTestScheduler {
+            let signal = Signal(callbacker: callbacker)
+            var listener: Disposable? = {
+                let tracked = live.make()
+                return signal.onValue { _ in tracked.touch() }
+            }()
+            #expect(live.alive == 1)
+            listener = nil
+            #expect(live.alive == 0, "letting go of the handle kept the closure")
+            let kept: Disposable = {
+                let tracked = live.make()
+                return signal.onValue { _ in tracked.touch() }
+            }()
+            kept.dispose()
+            #expect(live.alive == 0, "a disposed, kept handle held its closure")
+            _ = listener
+        }
+        #expect(callbacker.isEmpty)
+    }
 }

@@ -13,30 +13,6 @@ final class Recorder<Element: Sendable>: Sendable {
     var elements: [Element] { storage.withLock { $0 } }
 }
 
-/// Counts instances of ``Tracked`` alive: captured in closures, they show whether the closures were
-/// released.
-final class LiveObjects: Sendable {
-    let count = Atomic<Int>(0)
-
-    var alive: Int { count.load(ordering: .acquiring) }
-
-    func make() -> Tracked { Tracked(self) }
-}
-
-/// An object whose life is counted by its ``LiveObjects``.
-final class Tracked: Sendable {
-    let owner: LiveObjects
-
-    init(_ owner: LiveObjects) {
-        self.owner = owner
-        owner.count.add(1, ordering: .relaxed)
-    }
-
-    func touch() {}
-
-    deinit { owner.count.subtract(1, ordering: .releasing) }
-}
-
 /// The loop the signal tests run their bodies on, so that `Scheduler.current` is a loop, as in a
 /// program: listeners registered there get their values at once when sent there.
 let signalTestLoop = EventLoop.startOnNewThread(name: "signal.tests")
