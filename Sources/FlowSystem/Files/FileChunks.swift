@@ -1,3 +1,4 @@
+import CLibUV
 import Flow
 
 #if canImport(Glibc)
@@ -9,48 +10,112 @@ public struct FileChunks: AsyncSequence, Sendable {
     /// A chunk of bytes, never empty.
     public typealias Element = [UInt8]
 
-    /// How many chunks are read ahead of the consumer, at most (being read or waiting to be taken).
-    public static let readAheadLimit = 4
+    /// How many chunks are read ahead of the consumer, at most (being read or waiting to be taken): 16,
+    /// 1 MiB with 64 KiB chunks. The arrays made ready for the next reads count too, so the memory a
+    /// sequence holds beyond the chunk its consumer has stays within that many chunks.
+    public static let readAheadLimit = 16
+
+    /// How many chunks one read fills (one `preadv` call), at most.
+    static let chunksPerRead = 4
+
+    /// How many reads of a regular file run at the same time, on as many pool threads, at most.
+    static let readsAtOnce = 2
 
     let file: OpenFile
     let size: Int
 
     /// Makes the iterator, which starts reading when first asked for a chunk.
-    public func makeAsyncIterator() -> Iterator { Iterator(reader: ChunkReader(file: file, size: size)) }
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(reader: ChunkReader(file: file, size: size))
+    }
 
-    /// Hands out the chunks read ahead, in order.
+    /// Hands out the chunks read ahead, in order. Dropping it stops the reading.
     public struct Iterator: AsyncIteratorProtocol {
-        let reader: ChunkReader
+        /// The error `next()` throws.
+        public typealias Failure = any Error
 
-        /// The next chunk, or `nil` at the end of the file.
+        let reader: ChunkReader
+        private let stopper: ChunkReader.Stopper
+
+        init(reader: ChunkReader) {
+            self.reader = reader
+            stopper = ChunkReader.Stopper(reader)
+        }
+
+        /// The next chunk, or `nil` at the end of the file. Throws `CancellationError` once the task is
+        /// cancelled (and the reading stops), or the error of a read that failed.
         public mutating func next() async throws -> [UInt8]? {
-            try await reader.next()
+            try await reader.next(isolation: nil)
+        }
+
+        /// The next chunk, or `nil` at the end of the file, without leaving the caller's actor.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+            try await reader.next(isolation: actor)
         }
     }
 }
 
-/// Reads a file's chunks ahead of the consumer, up to ``FileChunks/readAheadLimit`` of them, and hands
-/// them out in order.
+/// Reads a file's chunks ahead of the consumer and hands them out in order.
 ///
-/// The reads run one after the other in a job on libuv's thread pool. While at most half that many
-/// chunks wait, a read fills every chunk there is room for in one call, and hands them straight to a
-/// waiting consumer: no hop through the loop per chunk, and a consumer that keeps up is woken once per
-/// read, not per chunk. Taking a chunk that leaves half the read-ahead or less starts a new job. A
-/// file that can seek (a regular file) is read at offsets from the position it had when the iteration
-/// started, and its position is moved to the end once the end is found; a pipe or a terminal is read
-/// at its position.
+/// At most ``FileChunks/readAheadLimit`` chunks are being read or waiting to be taken. Each read fills
+/// up to ``FileChunks/chunksPerRead`` chunks in one call (`preadv` at an offset, for a file that can
+/// seek; `readv` at the position, for a pipe or a terminal). A regular file has up to
+/// ``FileChunks/readsAtOnce`` reads of consecutive ranges running at the same time, each in a job on
+/// libuv's thread pool; their chunks are handed over in the order of the file, straight to a waiting
+/// consumer (no hop through the loop). A job that finished a read goes on with the next range while
+/// there is room, so a consumer that keeps up costs no new job; taking a chunk that makes room starts a
+/// job again if fewer than that many run. A short read of a regular file (its end, or a file truncated
+/// meanwhile) drops what the reads after it found and reads again from where it stopped, so no byte is
+/// skipped; a read that finds nothing ends the sequence and moves the position there.
 final class ChunkReader: Sendable {
+    /// A range claimed by a job.
+    struct Claim {
+        /// Its place in the order of hand-over.
+        var sequence: Int
+        /// Where it starts, or `nil` to read at the position.
+        var offset: Int64?
+        /// How many chunks it fills at most.
+        var count: Int
+        /// The arrays it fills, of the chunk size each (until the read takes them).
+        var buffers: [[UInt8]]
+    }
+
+    /// What a read found.
+    enum Outcome {
+        /// Chunks, the bytes they hold, and whether the read filled fewer bytes than asked.
+        case chunks([[UInt8]], bytes: Int, isShort: Bool)
+        /// The end of the file.
+        case end
+        /// The read failed.
+        case failure(any Error)
+    }
+
     private struct State {
-        /// Read and not taken yet.
-        var waiting: [[UInt8]] = []
-        /// Where the next read starts, or `nil` for a file read at its position.
+        /// Handed over in order, not taken yet.
+        var ready: [[UInt8]] = []
+        /// Where the next claimed read starts, or `nil` for a file read at its position.
         var nextOffset: Int64?
-        /// Whether a pool job is reading.
-        var isReading = false
-        /// What the consumer gets after the waiting chunks: the end (`nil`), or a failure.
-        var ending: Swift.Result<[UInt8]?, Error>?
+        /// The sequence number of the next claim.
+        var claimed = 0
+        /// The sequence number of the next read to hand over; reads below it that still arrive are
+        /// stale (after a short read, an end or a failure) and are dropped.
+        var handed = 0
+        /// Reads finished ahead of their turn.
+        var parked: [(claim: Claim, outcome: Outcome)] = []
+        /// Chunks of claimed reads not handed over yet.
+        var chunksInFlight = 0
+        /// Arrays of the chunk size for reads to fill, made by the consumer (see ``ChunkReader``).
+        var spares: [[UInt8]] = []
+        /// Pool jobs submitted or running.
+        var jobs = 0
+        /// What the consumer gets after the ready chunks: the end (`nil`), or a failure.
+        var ending: Swift.Result<[UInt8]?, any Error>?
         /// A consumer waiting for the next chunk.
-        var consumer: CheckedContinuation<[UInt8]?, Error>?
+        var consumer: UnsafeContinuation<[UInt8]?, any Error>?
+        /// Whether the iterator was dropped or its task cancelled: no more reads.
+        var isStopped = false
+        /// Waiting for the jobs to finish (tests).
+        var idleWaiters: [UnsafeContinuation<Void, Never>] = []
     }
 
     private let file: OpenFile
@@ -59,128 +124,252 @@ final class ChunkReader: Sendable {
 
     init(file: OpenFile, size: Int) {
         self.file = file
-        self.size = max(size, 1)
+        self.size = size
         let position = lseek(file.descriptor, 0, SEEK_CUR)
         var initial = State()
         initial.nextOffset = position >= 0 ? Int64(position) : nil
         state = Locked(initial)
     }
 
-    func next() async throws -> [UInt8]? {
+    /// Stops the reading when the last copy of an iterator goes away.
+    final class Stopper: Sendable {
+        let reader: ChunkReader
+
+        init(_ reader: ChunkReader) { self.reader = reader }
+
+        deinit { reader.stop(failing: nil) }
+    }
+
+    func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+        if Task.isCancelled {
+            stop(failing: CancellationError())
+            throw CancellationError()
+        }
+        // Once closed, the descriptor's number may name another file: read nothing more through it.
+        if !file.isStillOpen {
+            let closed = EventLoop.error(UV_EBADF.rawValue)
+            stop(failing: closed)
+            throw closed
+        }
         // A chunk read ahead is handed out without suspending the task.
         if let ready = state.withLock({ Self.takeReady(&$0) }) {
-            startReading()
+            startJobs()
             return try ready.get()
         }
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, Error>) in
-            let ready = state.withLock { state -> Swift.Result<[UInt8]?, Error>? in
-                if let ready = Self.takeReady(&state) { return ready }
-                state.consumer = continuation
-                return nil
-            }
-            if let ready { continuation.resume(with: ready) }
-            // A chunk was taken, or a consumer waits: either way reading may go on.
-            startReading()
-        }
-    }
-
-    /// The first waiting chunk, or the ending once every chunk was taken.
-    private static func takeReady(_ state: inout State) -> Swift.Result<[UInt8]?, Error>? {
-        if !state.waiting.isEmpty { return .success(state.waiting.removeFirst()) }
-        return state.ending
-    }
-
-    /// Starts a pool job that reads, unless one is reading, more than half the read-ahead chunks wait, or
-    /// the file has ended.
-    private func startReading() {
-        let starts = state.withLock { state -> Bool in
-            guard !state.isReading, state.ending == nil, state.waiting.count <= FileChunks.readAheadLimit / 2 else {
-                return false
-            }
-            state.isReading = true
-            return true
-        }
-        guard starts else { return }
-        let job = PoolJob(run: { [self] in readOnPool() }, didFinish: {}, didCancel: { [self] in
-            // The pool refused the job (the loop is closing).
-            hand([], .failure(EventLoopError.cancelledByClose))
-        })
-        let loop = file.loop
-        loop.inContext { job.submit(on: loop) }
-    }
-
-    /// On a pool thread: reads until enough chunks wait or the file ends. Each read fills every chunk
-    /// there is room for in one call (`preadv`, or `readv` at the position), and the chunks are handed
-    /// over together: fewer calls, and fewer wake-ups of a waiting consumer.
-    private func readOnPool() {
-        while true {
-            let room = state.withLock { state -> (count: Int, offset: Int64?)? in
-                guard state.ending == nil, state.waiting.count <= FileChunks.readAheadLimit / 2 else {
-                    state.isReading = false
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[UInt8]?, any Error>) in
+                let ready = state.withLock { state -> Swift.Result<[UInt8]?, any Error>? in
+                    if let ready = Self.takeReady(&state) { return ready }
+                    state.consumer = continuation
                     return nil
                 }
-                return (FileChunks.readAheadLimit - state.waiting.count, state.nextOffset)
+                if let ready { continuation.resume(with: ready) }
+                startJobs()
             }
-            guard let room else { return }
-            var chunks: [[UInt8]] = []
-            var slices: [iovec] = []
-            chunks.reserveCapacity(room.count)
-            slices.reserveCapacity(room.count)
-            for _ in 0..<room.count {
+        } onCancel: {
+            stop(failing: CancellationError())
+        }
+    }
+
+    /// The first ready chunk, or the ending once every chunk was taken.
+    private static func takeReady(_ state: inout State) -> Swift.Result<[UInt8]?, any Error>? {
+        guard !state.ready.isEmpty else { return state.ending }
+        return .success(state.ready.removeFirst())
+    }
+
+    /// Whether a job could claim a range now: nothing ended, and spare arrays for a whole read.
+    private static func canClaim(_ state: State) -> Bool {
+        // At the position, one read at a time: two would take the bytes in an unknown order.
+        !state.isStopped && state.ending == nil && state.spares.count >= FileChunks.chunksPerRead
+            && (state.nextOffset != nil || state.chunksInFlight == 0)
+    }
+
+    /// Claims the next range to read, with spare arrays for it, if ``canClaim(_:)``.
+    private func claimRange(_ state: inout State) -> Claim? {
+        guard Self.canClaim(state) else { return nil }
+        let count = FileChunks.chunksPerRead
+        let claim = Claim(
+            sequence: state.claimed, offset: state.nextOffset, count: count, buffers: Array(state.spares.suffix(count)))
+        state.spares.removeLast(count)
+        state.claimed += 1
+        state.chunksInFlight += count
+        state.nextOffset = state.nextOffset.map { $0 + Int64(count * size) }
+        return claim
+    }
+
+    /// Makes spare arrays up to the read-ahead limit (counting the chunks ready and in flight), on the
+    /// consumer's thread, right after it dropped its previous chunk: the allocator can hand that block
+    /// back at once, still present and warm, rather than memory freed in bulk and faulted in again.
+    private func makeSpares(_ state: inout State) {
+        guard !state.isStopped, state.ending == nil else { return }
+        while state.ready.count + state.chunksInFlight + state.spares.count < FileChunks.readAheadLimit {
+            // Uninitialised: a read fills it before anyone sees it, and what it does not fill is cut off.
+            state.spares.append([UInt8](unsafeUninitializedCapacity: size) { _, count in count = size })
+        }
+    }
+
+    /// On the consumer's thread: makes spare arrays, and starts as many jobs as may run while there is a
+    /// range to read. Each job claims its ranges itself, on its pool thread.
+    private func startJobs() {
+        while state.withLock({ state -> Bool in
+            makeSpares(&state)
+            let most = state.nextOffset == nil ? 1 : FileChunks.readsAtOnce
+            guard state.jobs < most, Self.canClaim(state) else { return false }
+            state.jobs += 1
+            return true
+        }) {
+            let job = PoolJob(run: { [self] in runJob() }, didFinish: {}, didCancel: { [self] in
+                // The pool refused the job (the loop is closing).
+                _ = finish(nil, refused: true)
+            })
+            let loop = file.loop
+            loop.inContext { job.submit(on: loop) }
+        }
+    }
+
+    /// On a pool thread: reads ranges and hands them over while there is a range to claim.
+    private func runJob() {
+        var next = finish(nil)
+        while var claim = next {
+            let outcome = file.isStillOpen ? read(&claim) : .failure(EventLoop.error(UV_EBADF.rawValue))
+            next = finish((claim, outcome))
+        }
+    }
+
+    /// Fills the claim's arrays, in one call.
+    private func read(_ claim: inout Claim) -> Outcome {
+        var chunks = claim.buffers
+        claim.buffers = []   // the arrays are not shared while the read fills them
+        let read = withUnsafeTemporaryAllocation(of: iovec.self, capacity: chunks.count) { slices -> Int in
+            for index in chunks.indices {
                 // The array's memory stays where it is while the array is not changed: the read fills it.
-                var base: UnsafeMutableRawPointer?
-                chunks.append([UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-                    base = UnsafeMutableRawPointer(buffer.baseAddress!)
-                    count = size
-                })
-                slices.append(iovec(iov_base: base, iov_len: size))
+                chunks[index].withUnsafeMutableBytes { buffer in
+                    slices[index] = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+                }
             }
             var read: Int
             repeat {
-                read = slices.withUnsafeBufferPointer { slices in
-                    room.offset.map { preadv(file.descriptor, slices.baseAddress, Int32(slices.count), off_t($0)) }
-                        ?? readv(file.descriptor, slices.baseAddress, Int32(slices.count))
-                }
+                read = claim.offset.map {
+                    preadv(file.descriptor, slices.baseAddress, Int32(slices.count), off_t($0))
+                } ?? readv(file.descriptor, slices.baseAddress, Int32(slices.count))
             } while read < 0 && errno == EINTR
-            if read < 0 {
-                hand([], .failure(EventLoop.error(-errno)))
-                return
+            return read < 0 ? -Int(errno) : read
+        }
+        let count = chunks.count
+        if read < 0 { return .failure(EventLoop.error(Int32(read))) }
+        if read == 0 { return .end }
+        // Keeps the chunks the read reached; the last one may be short (a pipe, the end of the file).
+        let filled = (read + size - 1) / size
+        chunks.removeSubrange(filled...)
+        let last = read - (filled - 1) * size
+        if last < size / 2 {
+            chunks[filled - 1] = Array(chunks[filled - 1][..<last])
+        } else {
+            chunks[filled - 1].removeSubrange(last...)
+        }
+        return .chunks(chunks, bytes: read, isShort: read < count * size)
+    }
+
+    /// Hands over what a read found (if `done`), in the order of the file (parking it if an earlier read
+    /// is still running), wakes a waiting consumer, and claims the job's next range; without one, the
+    /// job ends. A job the pool `refused` ends the sequence with `EventLoopError.cancelledByClose`.
+    private func finish(_ done: (claim: Claim, outcome: Outcome)?, refused: Bool = false) -> Claim? {
+        typealias Step = (
+            next: Claim?, consumer: UnsafeContinuation<[UInt8]?, any Error>?,
+            ready: Swift.Result<[UInt8]?, any Error>?, idle: [UnsafeContinuation<Void, Never>]
+        )
+        let step = state.withLock { state -> Step in
+            if let (claim, outcome) = done {
+                if state.isStopped || claim.sequence < state.handed {
+                    state.chunksInFlight -= claim.count   // stale, or nobody wants it
+                } else {
+                    state.parked.append((claim, outcome))
+                    handOverInOrder(&state)
+                }
             }
-            if read == 0 {
-                if let position = room.offset { _ = lseek(file.descriptor, off_t(position), SEEK_SET) }
-                hand([], .success(nil))
-                return
+            if refused, !state.isStopped, state.ending == nil {
+                state.ending = .failure(EventLoopError.cancelledByClose)
+                state.spares.removeAll()
+                dropReadsInFlight(&state)
             }
-            // Keeps the chunks the read reached; the last one may be short (a pipe, the end of the file).
-            let filled = (read + size - 1) / size
-            chunks.removeSubrange(filled...)
-            let last = read - (filled - 1) * size
-            if last < size / 2 {
-                chunks[filled - 1] = Array(chunks[filled - 1][..<last])
-            } else {
-                chunks[filled - 1].removeSubrange(last...)
+            let next = refused ? nil : claimRange(&state)
+            if next == nil { state.jobs -= 1 }
+            var idle: [UnsafeContinuation<Void, Never>] = []
+            if state.jobs == 0 { swap(&idle, &state.idleWaiters) }
+            guard let consumer = state.consumer, let ready = Self.takeReady(&state) else {
+                return (next, nil, nil, idle)
             }
-            hand(chunks, nil)
+            state.consumer = nil
+            return (next, consumer, ready, idle)
+        }
+        if let consumer = step.consumer, let ready = step.ready { consumer.resume(with: ready) }
+        for waiter in step.idle { waiter.resume() }
+        return step.next
+    }
+
+    /// Moves the parked reads whose turn it is to the ready chunks.
+    private func handOverInOrder(_ state: inout State) {
+        while let index = state.parked.firstIndex(where: { $0.claim.sequence == state.handed }) {
+            let (claim, outcome) = state.parked.remove(at: index)
+            state.handed += 1
+            state.chunksInFlight -= claim.count
+            switch outcome {
+            case .chunks(let chunks, let bytes, let isShort):
+                state.ready.append(contentsOf: chunks)
+                if isShort, let offset = claim.offset {
+                    // The end, or a file cut short: the reads after this one may have skipped bytes.
+                    dropReadsInFlight(&state)
+                    state.nextOffset = offset + Int64(bytes)
+                }
+            case .end:
+                if let offset = claim.offset { _ = lseek(file.descriptor, off_t(offset), SEEK_SET) }
+                state.ending = .success(nil)
+                state.spares.removeAll()
+                dropReadsInFlight(&state)
+            case .failure(let error):
+                state.ending = .failure(error)
+                state.spares.removeAll()
+                dropReadsInFlight(&state)
+            }
         }
     }
 
-    /// Hands chunks, then the end or a failure if `ending` is given, to a waiting consumer, or keeps them
-    /// for the next one. An ending stops the reading.
-    private func hand(_ chunks: [[UInt8]], _ ending: Swift.Result<[UInt8]?, Error>?) {
-        typealias HandOver = (CheckedContinuation<[UInt8]?, Error>?, Swift.Result<[UInt8]?, Error>?)
-        let (consumer, ready) = state.withLock { state -> HandOver in
-            for chunk in chunks {
-                state.waiting.append(chunk)
-                state.nextOffset = state.nextOffset.map { $0 + Int64(chunk.count) }
-            }
-            if let ending {
-                state.ending = ending
-                state.isReading = false
-            }
-            guard let consumer = state.consumer, let ready = Self.takeReady(&state) else { return (nil, nil) }
-            state.consumer = nil
-            return (consumer, ready)
-        }
-        if let consumer, let ready { consumer.resume(with: ready) }
+    /// Makes every read claimed and not handed over stale: it is dropped when it arrives.
+    private func dropReadsInFlight(_ state: inout State) {
+        for parked in state.parked { state.chunksInFlight -= parked.claim.count }
+        state.parked.removeAll()
+        state.handed = state.claimed
     }
+
+    /// Stops the reading: no new read starts, the chunks read and the reads running are dropped, and a
+    /// waiting consumer gets `error` (or the end, without one).
+    func stop(failing error: (any Error)?) {
+        let consumer = state.withLock { state -> UnsafeContinuation<[UInt8]?, any Error>? in
+            guard !state.isStopped else { return nil }
+            state.isStopped = true
+            state.ready.removeAll()
+            state.spares.removeAll()
+            dropReadsInFlight(&state)
+            state.ending = error.map { .failure($0) } ?? .success(nil)
+            defer { state.consumer = nil }
+            return state.consumer
+        }
+        if let error { consumer?.resume(throwing: error) } else { consumer?.resume(returning: [UInt8]?.none) }
+    }
+
+    /// Returns once no job of this reader is submitted or running (for tests).
+    func waitUntilIdle() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let isIdle = state.withLock { state -> Bool in
+                if state.jobs == 0 { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if isIdle { continuation.resume() }
+        }
+    }
+
+    /// How many reads were claimed so far (for tests).
+    var readsClaimed: Int { state.withLock { $0.claimed } }
 }
+
