@@ -47,6 +47,38 @@ struct NameTests {
         #expect("\(error)" == "\(name): \(message)")
     }
 
+    @Test func aHostOrServiceHoldingANulByteIsRefusedRatherThanCutShort() throws {
+        // Cut at the NUL byte, each would resolve "localhost" (or "127.0.0.1", or service "80"): an
+        // allow-list check on the whole name would not be about the host reached.
+        let found = Shared<[String]>([])
+        let listened = Shared<[String]>([])
+        try runLoopCheckingHandles { loop in
+            let lookups = [
+                NameResolver.resolve(host: "localhost\u{0}.example.com", port: 80, on: loop),
+                NameResolver.resolve(host: "127.0.0.1\u{0}.example.com", port: 80, on: loop),
+                NameResolver.resolve(host: "localhost", service: "80\u{0}x", on: loop),
+                TCPConnection.connect(host: "127.0.0.1\u{0}.example.com", port: 9, on: loop).map { connection in
+                    connection.close()
+                    return []
+                },
+            ]
+            join(lookups.map { lookup in lookup.mapResult { $0.error.map { "\($0)" } ?? "resolved" } })
+                .onValue { found.value = $0 }
+            for host in ["127.0.0.1\u{0}.example.com", "localhost\u{0}.example.com"] {
+                do {
+                    let listener = try TCPListener.listen(host: host, port: 0, on: loop) { $0.close() }
+                    listener.close()
+                    listened.mutate { $0.append("listened") }
+                } catch {
+                    listened.mutate { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(found.value == Array(repeating: "EINVAL: invalid argument", count: 4))
+        #expect(listened.value == Array(repeating: "EINVAL: invalid argument", count: 2))
+        #expect(throws: EventLoopError.self) { try SocketAddress(host: "127.0.0.1\u{0}x", port: 80) }
+    }
+
     @Test func theReverseLookupOfTheLoopbackAddressIsLocalhost() throws {
         let found = Shared<Result<NameResolver.HostAndService>?>(nil)
         try runLoopCheckingHandles { loop in

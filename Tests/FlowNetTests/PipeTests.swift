@@ -84,6 +84,36 @@ struct PipeTests {
         #expect(FileManager.default.fileExists(atPath: folder + "/taken"), "a failed listen leaves the file alone")
     }
 
+    @Test func aSocketPathThatIsEmptyTooLongOrHoldsANulByteIsRefusedRatherThanCutShort() throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A socket's path has room for 107 bytes (`sun_path`'s 108 with the NUL); this one has more,
+        // and cut short it would name another file in `folder`.
+        let tooLong = folder + "/" + String(repeating: "s", count: 120) + ".sock"
+        let paths = ["", tooLong, folder + "/a\u{0}b.sock"]
+        let failures = Shared<[String]>([])
+        try runLoopCheckingHandles { loop in
+            for path in paths {
+                do {
+                    let listener = try PipeListener.listen(path: path, on: loop) { $0.close() }
+                    listener.close()
+                    failures.mutate { $0.append("listened") }
+                } catch {
+                    failures.mutate { $0.append("\(error)") }
+                }
+            }
+            join(paths.map { path in
+                PipeConnection.connect(toPath: path, on: loop).map { connection -> String in
+                    connection.close()
+                    return "connected"
+                }.mapResult { result in result.error.map { "\($0)" } ?? "connected" }
+            }).onValue { results in failures.mutate { $0 += results } }
+        }
+        let expected = ["EINVAL: invalid argument", "ENAMETOOLONG: name too long", "EINVAL: invalid argument"]
+        #expect(failures.value == expected + expected)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == [], "no socket file at a cut path")
+    }
+
     @Test func echoServerListensOnAUnixSocketPath() throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -159,6 +159,38 @@ struct TCPTests {
         #expect(outcome.value.clientHeard == Array("answer".utf8))
     }
 
+    @Test func aConnectionWithNothingQueuedIsWritableWhateverItsLimit() throws {
+        let seen = Shared<[String]>([])
+        try runLoop { loop in
+            let listener = try! TCPListener.listen(port: 0, on: loop) { connection in connection.close() }
+            TCPConnection.connect(host: "127.0.0.1", port: listener.port, on: loop).onValue { client in
+                // A limit of 0: hold nothing back. With nothing queued there is nothing to wait for;
+                // whenWritable() used to wait for a write that would never come.
+                client.writeBufferLimit = 0
+                seen.mutate { $0.append("writable: \(client.isWritable)") }
+                client.whenWritable().onValue { seen.mutate { $0.append("whenWritable") } }
+                client.close()
+                listener.close()
+            }
+        }
+        #expect(seen.value == ["writable: true", "whenWritable"])
+    }
+
+    @Test func aNegativeWriteBufferLimitStopsWithAMessage() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            try runLoop { loop in
+                let listener = try! TCPListener.listen(port: 0, on: loop) { connection in connection.close() }
+                TCPConnection.connect(host: "127.0.0.1", port: listener.port, on: loop).onValue { client in
+                    client.writeBufferLimit = -1
+                    client.close()
+                    listener.close()
+                }
+            }
+        }
+        let output = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(output.contains("TCPConnection.writeBufferLimit: the limit must not be negative, not -1"), "\(output)")
+    }
+
     @Test func aWriteToAPeerThatDoesNotReadStaysPendingUntilThePeerReads() throws {
         let chunk = SharedBytes(pattern(count: 64 * 1024))
         struct Observed: Sendable {

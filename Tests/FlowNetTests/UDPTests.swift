@@ -136,4 +136,34 @@ struct UDPTests {
             #expect(received.value == [9, 9])
         }
     }
+
+    @Test func optionsOnAClosingOrClosedSocketFailWithEBADF() throws {
+        let failures = Shared<[String]>([])
+        try runLoopCheckingHandles { loop in
+            let socket = try! UDPSocket.bind(on: loop)
+            let peer = try! SocketAddress(host: "127.0.0.1", port: 9)
+            @Sendable func attemptEach() {
+                let attempts: [() throws -> Void] = [
+                    { try socket.connect(to: peer) },
+                    { try socket.setBroadcast(true) },
+                    { try socket.setMulticastLoopback(false) },
+                    { try socket.joinMulticastGroup("239.255.0.1") },
+                    { try socket.leaveMulticastGroup("239.255.0.1") },
+                ]
+                for attempt in attempts {
+                    do {
+                        try attempt()
+                        failures.mutate { $0.append("done") }
+                    } catch {
+                        failures.mutate { $0.append("\(error)") }
+                    }
+                }
+            }
+            // Closing (libuv has not called back yet), then closed (its memory is gone).
+            socket.close().onValue { attemptEach() }
+            attemptEach()
+        }
+        #expect(failures.value == Array(repeating: "EBADF: bad file descriptor", count: 10))
+    }
 }
+

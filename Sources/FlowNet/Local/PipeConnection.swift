@@ -31,12 +31,19 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
 
     /// Connects to the Unix domain socket at `path`. Fails with libuv's error:
     /// `ENOENT: no such file or directory` when nothing is there, `ECONNREFUSED: connection refused` when
-    /// nobody listens, `EACCES: permission denied`. Callable from any thread.
+    /// nobody listens, `EACCES: permission denied`, `ENAMETOOLONG: name too long` for a path longer than a
+    /// socket's path can be (107 bytes), `EINVAL: invalid argument` for an empty path or one holding a NUL
+    /// byte. Callable from any thread.
     ///
     /// ```swift
     /// PipeConnection.connect(toPath: "/run/app.sock").onValue { connection in connection.write("status\n") }
     /// ```
     public static func connect(toPath path: String, on loop: EventLoop = .main) -> Future<PipeConnection> {
+        do {
+            try SocketPath.validate(path)
+        } catch {
+            return Future(error: error)
+        }
         let attempt = ConnectAttempt<PipeConnection>()
         loop.inContext {
             let make = { () throws(EventLoopError) in try PipeConnection(loop: loop) }

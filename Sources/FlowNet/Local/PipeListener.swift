@@ -26,8 +26,11 @@ public final class PipeListener: @unchecked Sendable {
     private let readBuffer = ReadBuffer()
     private var onAccept: ((PipeConnection) -> Void)?
     private let closing = HandleClosing()
-    /// How many times accepting an incoming connection failed. Loop context only.
-    public private(set) var failedAcceptCount = 0
+    /// How many times accepting an incoming connection failed, as libuv reports it (running out of file
+    /// descriptors, above all); reported through `FlowDiagnostics` as ``TCPListener``'s are. Loop
+    /// context only.
+    public var failedAcceptCount: Int { failedAccepts.count }
+    private var failedAccepts = FailedAccepts()
 
     /// Listens at `path`. Loop context only.
     ///
@@ -42,12 +45,14 @@ public final class PipeListener: @unchecked Sendable {
     ///   - onAccept: called on the loop with each new connection; the handler owns it and must close it.
     /// - Throws: libuv's error: `EADDRINUSE: address already in use` when a file is already at `path`,
     ///   `EACCES: permission denied` when its folder does not exist or may not be written (libuv reports
-    ///   both the same way).
+    ///   both the same way), `ENAMETOOLONG: name too long` for a path longer than a socket's path can be
+    ///   (107 bytes), `EINVAL: invalid argument` for an empty path or one holding a NUL byte.
     public static func listen(
         path: String, backlog: Int32 = 511, on loop: EventLoop = .main,
         onAccept: @escaping (PipeConnection) -> Void
     ) throws(EventLoopError) -> PipeListener {
         loop.assertInLoopContext("PipeListener.listen")
+        try SocketPath.validate(path)
         BrokenPipeSignal.ignored
         let handle = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
         let status = uv_pipe_init(loop.unsafeLoopPointer, handle, 0)
@@ -83,17 +88,25 @@ public final class PipeListener: @unchecked Sendable {
         UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
     }
 
-    private func accept(status: Int32) {
+    /// libuv's connection callback: accepts the pending connection, or counts the failure `status` says.
+    func accept(status: Int32) {
         guard status == 0, closing.isOpen, let onAccept else {
-            failedAcceptCount += 1
+            noteFailedAccept(status == 0 ? "the listener is closing" : EventLoop.describe(status))
             return
         }
         let accepted = StreamConnection.accept(
             from: stream,
             making: { () throws(EventLoopError) in try PipeConnection(loop: loop, readBuffer: readBuffer) },
-            failed: { _ in failedAcceptCount += 1 })
+            failed: { noteFailedAccept($0) })
         guard let connection = accepted else { return }
         onAccept(connection)
+    }
+
+    /// Counts a failed accept and reports it through `FlowDiagnostics` at the 1st, 2nd, 4th, 8th, ...
+    /// failure, as ``TCPListener`` does.
+    private func noteFailedAccept(_ reason: @autoclosure () -> String) {
+        guard failedAccepts.countOne() else { return }
+        failedAccepts.report(reason(), loop: loop, placeKey: "path", place: path)
     }
 
     /// Stops listening and removes the socket file. Connections already accepted stay open. The future

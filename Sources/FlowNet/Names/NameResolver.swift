@@ -50,8 +50,8 @@ public enum NameResolver {
     ///   - family: IPv6 and IPv4 (the default), or one of them.
     ///   - loop: the loop the lookup reports to.
     /// - Returns: the addresses, at least one, without duplicates, in the resolver's order. Fails with
-    ///   libuv's error (`EAI_NONAME: unknown node or service` for a name that does not exist), or with
-    ///   `EAI_CANCELED` if cancelled.
+    ///   libuv's error (`EAI_NONAME: unknown node or service` for a name that does not exist), with
+    ///   `EAI_CANCELED` if cancelled, or with `EINVAL: invalid argument` for a host holding a NUL byte.
     public static func resolve(
         host: String, port: Int, family: Family = .any, on loop: EventLoop = .main
     ) -> Future<[SocketAddress]> {
@@ -97,6 +97,10 @@ public enum NameResolver {
     private static func lookUp(
         host: String, service: String, family: Family, on loop: EventLoop
     ) -> Future<[SocketAddress]> {
+        // C would look up the name only up to a NUL byte: another name than the one given.
+        guard host.isWholeCString, service.isWholeCString else {
+            return Future(error: EventLoop.error(UV_EINVAL.rawValue))
+        }
         let lookup = AddressLookup(host: host, service: service, family: family.value)
         loop.inContext { lookup.start(on: loop) }
         return lookup.result.future(onCancel: { loop.inContext { lookup.cancel() } })
@@ -106,7 +110,7 @@ public enum NameResolver {
     /// ``TCPListener/listen(host:port:backlog:reusePort:on:onAccept:)``, which has no future to give.
     static func resolveNow(host: String, port: Int, on loop: EventLoop) throws(EventLoopError) -> [SocketAddress] {
         if let numeric = try? SocketAddress(host: host, port: port) { return [numeric] }
-        guard (0...65535).contains(port) else { throw EventLoop.error(UV_EINVAL.rawValue) }
+        guard (0...65535).contains(port), host.isWholeCString else { throw EventLoop.error(UV_EINVAL.rawValue) }
         var hints = AddressLookup.hints(family: AF_UNSPEC)
         var request = uv_getaddrinfo_t()
         // Without a callback libuv resolves on the calling thread and leaves the list in the request.

@@ -21,6 +21,7 @@ final class ConnectAttempt<Connection: StreamConnection>: ConnectRequestOwner, @
     // `cancel` and libuv's callback run there); `connected` is Sendable.
     let connected = PendingResult<Connection>()
     private var connection: Connection?
+    private var isFinished = false
     private let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
     private let didConnect: (Connection) -> Void
 
@@ -60,20 +61,27 @@ final class ConnectAttempt<Connection: StreamConnection>: ConnectRequestOwner, @
     }
 
     override func finish(_ status: Int32) {
-        guard let connection else { return }
-        self.connection = nil
+        guard !isFinished, let connection else { return }
+        isFinished = true
         if status == 0, connection.closing.isOpen {
             didConnect(connection)
+            // `connection` stays referenced: if the future was cancelled before this result came, the
+            // result goes nowhere, and `cancel()` (queued on the loop by the cancelling thread) closes it.
             connected.succeed(connection)
         } else {
+            self.connection = nil
             connection.beginClosing()
             connected.fail(EventLoop.error(status == 0 ? UV_ECANCELED.rawValue : status))
         }
     }
 
-    /// Closes the socket of an attempt still connecting; libuv then reports `ECANCELED` to `finish`.
+    /// Closes the socket of an attempt still connecting (libuv then reports `ECANCELED` to `finish`),
+    /// or of one that connected after its future was cancelled. Runs only for a future cancelled
+    /// before its result came (see ``PendingResult/future(file:line:onCancel:)``), so nobody else
+    /// has the connection.
     func cancel() {
         connected.fail(EventLoopError.cancelledByClose)
         connection?.beginClosing()
+        connection = nil
     }
 }

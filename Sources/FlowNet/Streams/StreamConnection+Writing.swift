@@ -120,10 +120,12 @@ extension StreamConnection {
         return uv_stream_get_write_queue_size(handle)
     }
 
-    /// Whether ``queuedWriteBytes`` is below ``writeBufferLimit``: false means stop producing until
-    /// ``whenWritable()`` completes. Loop context only.
+    /// Whether ``queuedWriteBytes`` is below ``writeBufferLimit``, or nothing is queued (whatever the
+    /// limit: there is nothing to wait for then): false means stop producing until ``whenWritable()``
+    /// completes. Loop context only.
     public var isWritable: Bool {
-        queuedWriteBytes < writeBufferLimit
+        let queued = queuedWriteBytes
+        return queued < writeBufferLimit || queued == 0
     }
 
     /// Completes once ``isWritable`` is true (at once if it is already), or fails with `ECANCELED` if

@@ -45,8 +45,15 @@ public class StreamConnection: @unchecked Sendable {
     var spareWriteRequests: [WriteRequest] = []
 
     /// Bytes queued by ``write(_:)-(SharedBytes)`` and ``send(_:completion:)`` but not yet taken by the
-    /// kernel at which ``isWritable`` turns false. Loop context only. Defaults to 256 KiB.
-    public var writeBufferLimit = 256 * 1024
+    /// kernel at which ``isWritable`` turns false. Loop context only. Defaults to 256 KiB; 0 holds
+    /// nothing back; a negative limit stops the program with a message.
+    public var writeBufferLimit = 256 * 1024 {
+        didSet {
+            misusePrecondition(
+                writeBufferLimit >= 0,
+                "\(type(of: self)).writeBufferLimit: the limit must not be negative, not \(writeBufferLimit)")
+        }
+    }
 
     /// Takes ownership of `handle`, which `initialize` sets up on `loop` (`uv_tcp_init`, `uv_pipe_init`):
     /// on failure the memory is freed at once, since nothing was registered with libuv.

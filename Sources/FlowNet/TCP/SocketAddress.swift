@@ -24,9 +24,10 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// Parses a numeric IPv4 or IPv6 host.
     ///
     /// - Throws: `EventLoopError.libuv(code:name:message:)` with `EINVAL` when `host` is not a
-    ///   numeric address or `port` is outside 0...65535.
+    ///   numeric address (or holds a NUL byte, where C would stop reading it) or `port` is outside
+    ///   0...65535.
     public init(host: String, port: Int) throws(EventLoopError) {
-        guard (0...65535).contains(port) else { throw EventLoop.error(UV_EINVAL.rawValue) }
+        guard (0...65535).contains(port), host.isWholeCString else { throw EventLoop.error(UV_EINVAL.rawValue) }
         var storage = sockaddr_storage()
         if Self.parse(host, port: port, into: &storage) == nil {
             throw EventLoop.error(UV_EINVAL.rawValue)

@@ -44,7 +44,8 @@ public final class TCPListener: @unchecked Sendable {
     /// were accepted without reporting them, and when the process runs out of file descriptors it
     /// accepts and at once closes the pending ones with a descriptor it keeps in reserve, usually
     /// without reporting a failure at all.
-    public private(set) var failedAcceptCount = 0
+    public var failedAcceptCount: Int { failedAccepts.count }
+    private var failedAccepts = FailedAccepts()
 
     /// Listens on `host` and `port`, 0 for any free port. Loop context only.
     ///
@@ -167,11 +168,8 @@ public final class TCPListener: @unchecked Sendable {
     /// Counts a failed accept and reports it through ``FlowDiagnostics`` at the 1st, 2nd, 4th, 8th, ...
     /// failure: a process out of file descriptors fails every accept, and its log must not drown.
     private func noteFailedAccept(_ reason: @autoclosure () -> String) {
-        failedAcceptCount += 1
-        guard failedAcceptCount & (failedAcceptCount - 1) == 0 else { return }
-        FlowDiagnostics.report(
-            .warning, "accepting a connection failed: \(reason())",
-            metadata: ["loop": loop.name, "address": "\(localAddress)", "failedAcceptCount": "\(failedAcceptCount)"])
+        guard failedAccepts.countOne() else { return }
+        failedAccepts.report(reason(), loop: loop, placeKey: "address", place: "\(localAddress)")
     }
 
     /// Stops listening. Connections already accepted stay open. The future completes once libuv has

@@ -15,8 +15,9 @@ import Glibc
 /// }
 /// ```
 ///
-/// The socket stays open until ``close()``. Methods returning a future may be called from any thread;
-/// the others only in the loop's context.
+/// The socket stays open until ``close()``; from then on ``connect(to:)`` and the options throw
+/// `EBADF: bad file descriptor`. Methods returning a future may be called from any thread; the others
+/// only in the loop's context.
 public final class UDPSocket: @unchecked Sendable {
     // @unchecked Sendable: the handle and every `var` are used only in the loop's context (loop-only
     // methods assert it, the others hop there); `closing` is loop-only too; `datagramStreams` locks itself.
@@ -193,6 +194,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```
     public func connect(to address: SocketAddress) throws(EventLoopError) {
         loop.assertInLoopContext("UDPSocket.connect")
+        try checkOpen()
         let status = address.withSockaddr { uv_udp_connect(handle, $0) }
         guard status == 0 else { throw EventLoop.error(status) }
     }
@@ -279,6 +281,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```
     public func setBroadcast(_ isEnabled: Bool) throws(EventLoopError) {
         loop.assertInLoopContext("UDPSocket.setBroadcast")
+        try checkOpen()
         let status = uv_udp_set_broadcast(handle, isEnabled ? 1 : 0)
         guard status == 0 else { throw EventLoop.error(status) }
     }
@@ -312,17 +315,25 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```
     public func setMulticastLoopback(_ isEnabled: Bool) throws(EventLoopError) {
         loop.assertInLoopContext("UDPSocket.setMulticastLoopback")
+        try checkOpen()
         let status = uv_udp_set_multicast_loop(handle, isEnabled ? 1 : 0)
         guard status == 0 else { throw EventLoop.error(status) }
     }
 
     private func setMembership(_ group: String, interface: String?, _ membership: uv_membership) throws(EventLoopError) {
         loop.assertInLoopContext("UDPSocket multicast membership")
+        try checkOpen()
         let status = uv_udp_set_membership(handle, group, interface, membership)
         guard status == 0 else { throw EventLoop.error(status) }
     }
 
     // MARK: Closing
+
+    /// Throws `EBADF` once closing has begun: libuv would act on a closed handle (and `uv_udp_connect`
+    /// would even open a new socket for it, which nothing closes), or on freed memory once it is closed.
+    private func checkOpen() throws(EventLoopError) {
+        guard isOpen else { throw EventLoop.error(UV_EBADF.rawValue) }
+    }
 
     /// Closes the socket: pending sends fail with `ECANCELED`, the ``datagrams`` sequences end, and the
     /// future completes once libuv has closed the handle. Closing twice is harmless. Callable from any
