@@ -57,6 +57,50 @@ struct ChildProcessTests {
         #expect(failures.value == ["ENOENT: no such file or directory", "ENOENT: no such file or directory"])
     }
 
+    @Test func aNulByteInACommandsStringsIsRefusedRatherThanCutShort() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let failures = Shared<[String]>([])
+        try runLoop { loop in
+            // Each of these would reach the child cut at the NUL byte ("echo", "ab", "K=v", ...), or
+            // with a variable named after the `=`, if it were passed on.
+            typealias Attempt = (
+                executable: String, arguments: [String], environment: [String: String]?, directory: String?
+            )
+            let attempts: [Attempt] = [
+                ("/bin/echo\u{0}--evil", [], nil, nil),
+                ("/bin/echo", ["a\u{0}b"], nil, nil),
+                ("/bin/echo", [], ["K\u{0}X": "v"], nil),
+                ("/bin/echo", [], ["K": "v\u{0}w"], nil),
+                ("/bin/echo", [], ["K=X": "v"], nil),
+                ("/bin/echo", [], ["": "v"], nil),
+                ("/bin/echo", [], nil, folder.path + "\u{0}/missing"),
+            ]
+            for attempt in attempts {
+                do {
+                    let child = try ChildProcess.spawn(
+                        attempt.executable, arguments: attempt.arguments, environment: attempt.environment,
+                        workingDirectory: attempt.directory, standardOutput: .ignore, on: loop)
+                    failures.mutate { $0.append("spawned \(child)") }
+                } catch {
+                    failures.mutate { $0.append("\(error)") }
+                }
+            }
+            ChildProcess.run("/bin/echo", arguments: ["a\u{0}b"], on: loop).onResult { result in
+                failures.mutate { $0.append(result.error.map { "\($0)" } ?? "ran") }
+            }
+        }
+        #expect(failures.value == Array(repeating: "EINVAL: invalid argument", count: 8))
+    }
+
+    @Test func aNegativeOutputLimitStopsWithAMessage() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = ChildProcess.run("/bin/true", outputLimit: -1, on: EventLoop(name: "negative.limit"))
+        }
+        let output = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(output.contains("ChildProcess.run: the output limit must not be negative, not -1"), "\(output)")
+    }
+
     @Test func aChildThatExitsAtOnceReportsItsExit() throws {
         let terminations = Shared<[ChildProcess.Termination]>([])
         try runLoop { loop in

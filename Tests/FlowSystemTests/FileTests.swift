@@ -3,6 +3,10 @@ import FlowSystem
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite("Files")
 struct FileTests {
     @Test func writeFileThenReadFileGivesTheBytesBackAndLeavesNoTemporaryFile() throws {
@@ -92,6 +96,99 @@ struct FileTests {
             "exclusive": "EEXIST: file already exists",
         ])
         #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
+    @Test func aPathHoldingANulByteIsRefusedRatherThanCutShort() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let victim = folder.file("victim")
+        _ = FileManager.default.createFile(atPath: victim, contents: Data("keep".utf8))
+        let cut = victim + "\u{0}.old"
+        let errors = Shared<[String: String]>([:])
+        try runLoop { loop in
+            func record<T>(_ name: String, _ future: Future<T>) {
+                future.onResult { result in errors.mutate { $0[name] = result.error.map { "\($0)" } ?? "done" } }
+            }
+            // Cut at the NUL byte, each of these would act on `victim`.
+            record("unlink", FileSystem.removeFile(at: cut, on: loop))
+            record("rename", FileSystem.rename(cut, to: folder.file("moved"), on: loop))
+            record("rename to", FileSystem.rename(folder.file("missing"), to: cut, on: loop))
+            record("open", FileSystem.open(cut, .write, on: loop))
+            record("stat", FileSystem.status(ofItemAt: cut, on: loop))
+            record("mkdir", FileSystem.createDirectory(at: folder.file("d\u{0}x"), on: loop))
+            record("rmdir", FileSystem.removeDirectory(at: folder.path + "\u{0}/x", on: loop))
+            record("list", FileSystem.contentsOfDirectory(at: folder.path + "\u{0}/x", on: loop))
+            record("read", FileSystem.readFile(at: cut, on: loop))
+            record("write", FileSystem.writeFile(at: cut, contents: [1], on: loop))
+            do {
+                let watcher = try PathWatcher.watch(folder.path + "\u{0}/x", on: loop)
+                watcher.close()
+                errors.mutate { $0["watch"] = "done" }
+            } catch {
+                errors.mutate { $0["watch"] = "\(error)" }
+            }
+        }
+        let invalid = "EINVAL: invalid argument"
+        #expect(errors.value == [
+            "unlink": invalid, "rename": invalid, "rename to": invalid, "open": invalid, "stat": invalid,
+            "mkdir": invalid, "rmdir": invalid, "list": invalid, "read": invalid, "write": invalid, "watch": invalid,
+        ])
+        #expect(FileManager.default.contents(atPath: victim) == Data("keep".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["victim"])
+    }
+
+    /// A file whose status gives no size (`/proc`'s, a pipe's) grows past what was allocated for it as
+    /// it is read: the limit `Int.max`, "no limit", must not overflow then.
+    @Test func readingAFileWithoutASizeUpToIntMaxWorks() throws {
+        let read = Shared<Result<[UInt8]>?>(nil)
+        try runLoop { loop in
+            FileSystem.readFile(at: "/proc/self/status", limit: .max, on: loop).onResult { read.value = $0 }
+        }
+        let bytes = try #require(read.value).get()
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("Name:"))
+    }
+
+    @Test func aFileIsNotUsedThroughItsDescriptorNumberOnceClosed() async {
+        // In a process of its own: the test puts another file at the closed file's descriptor number,
+        // which no other test may open meanwhile.
+        let outcome = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let (results, secondSize) = try useAClosedFileWhoseNumberNamesAnotherFile()
+            guard results == Array(repeating: "EBADF: bad file descriptor", count: 5), secondSize == 0 else {
+                FileHandle.standardError.write(Data("results: \(results), second file's size: \(secondSize)\n".utf8))
+                exit(1)
+            }
+        }
+        if outcome?.exitStatus != .exitCode(0) {
+            Issue.record("the child said: \(String(decoding: outcome?.standardErrorContent ?? [], as: UTF8.self))")
+        }
+    }
+
+    @Test func aNegativeReadCountOrLimitStopsWithAMessage() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            try runLoop { loop in
+                FileSystem.open("/dev/null", on: loop).onValue { file in _ = file.read(upTo: -1) }
+            }
+        }
+        let output = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(output.contains("OpenFile.read(upTo:): the count must not be negative, not -1"), "\(output)")
+        let limited = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = FileSystem.readFile(at: "/dev/null", limit: -1, on: EventLoop(name: "negative.limit"))
+        }
+        let limitOutput = String(decoding: limited?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(limitOutput.contains("FileSystem.readFile: the limit must not be negative, not -1"), "\(limitOutput)")
+    }
+
+    /// A read larger than one request takes is cut to what one request reads (1 GiB), as a short read,
+    /// rather than allocating all of it.
+    @Test func aHugeReadCountReadsWhatThereIs() throws {
+        let read = Shared<Result<[UInt8]>?>(nil)
+        try runLoop { loop in
+            FileSystem.open("/proc/self/status", on: loop).flatMap { file in
+                file.read(upTo: .max).always { file.close() }
+            }.onResult { read.value = $0 }
+        }
+        let bytes = try #require(read.value).get()
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("Name:"))
     }
 
     @Test func aFileRemovedWhileBeingReadIsReadToItsEnd() async throws {
@@ -228,6 +325,36 @@ struct ThreadPoolTests {
         #expect(found.value.2 == true, "the result arrived on the loop")
     }
 
+    @Test func aCancelledCloseStillClosesTheFile() throws {
+        // Occupy every pool thread, so that the close waits in the pool's queue, cancel it there, then
+        // let the pool go: the descriptor must be closed all the same.
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let poolSize = Int(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "") ?? 4
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        try runLoop { loop in
+            FileSystem.open(folder.file("file"), .write, on: loop).onValue { file in
+                let blockers = (0..<poolSize).map { _ in
+                    ThreadPool.run(on: loop) {
+                        started.signal()
+                        release.wait()
+                    }
+                }
+                let closing = file.close()
+                DispatchQueue.global().async {
+                    for _ in 0..<poolSize { started.wait() }
+                    loop.execute {
+                        closing.cancel()
+                        for _ in 0..<poolSize { release.signal() }
+                    }
+                }
+                _ = blockers
+            }
+        }
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
     @Test func cancellingWorkBeforeAThreadTakesItKeepsItFromRunning() throws {
         // Occupy every pool thread, queue one more job, cancel it, then let the pool go.
         let poolSize = Int(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "") ?? 4
@@ -254,4 +381,39 @@ struct ThreadPoolTests {
         }
         #expect(ranAfterCancel.value == false)
     }
+}
+
+/// Closes a file, puts another at its descriptor number, then reads, writes, syncs and stats through
+/// the closed one: what each gave, and what the other file then holds.
+private func useAClosedFileWhoseNumberNamesAnotherFile() throws -> (results: [String], secondSize: Int) {
+    let folder = try TemporaryFolder()
+    defer { folder.cleanUp() }
+    let results = Shared<[String]>([])
+    @Sendable func record<T>(_ future: Future<T>) -> Future<Void> {
+        future.mapResult { result -> Void in
+            results.mutate { $0.append(result.error.map { "\($0)" } ?? "done") }
+        }
+    }
+    try runLoop { loop in
+        FileSystem.open(folder.file("first"), .write, on: loop).flatMap { first in
+            first.close().flatMap { FileSystem.open(folder.file("second"), .readWrite, on: loop) }
+                .flatMap { second -> Future<Void> in
+                    // The number the first file had names another file now: usually the second (the
+                    // lowest free number), else whatever another thread of this process opened meanwhile
+                    // (Dispatch's timer, say), which must not be touched.
+                    return join([
+                        record(first.write(Array("through the closed file".utf8))),
+                        record(first.read(upTo: 10, at: 0)),
+                        record(first.status()),
+                        record(first.synchronize()),
+                        record(first.readToEnd()),
+                    ]).flatMap { _ in second.close() }
+                }
+        }.onError { error in results.mutate { $0.append("setup: \(error)") } }
+    }
+    // The size through `stat`: `FileManager.contents(atPath:)` leaks a buffer, which fails this exit
+    // test's process under LeakSanitizer.
+    var status = stat()
+    guard stat(folder.file("second"), &status) == 0 else { return (results.value, -1) }
+    return (results.value, Int(status.st_size))
 }

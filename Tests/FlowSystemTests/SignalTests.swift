@@ -1,3 +1,4 @@
+import Dispatch
 import Flow
 import FlowSystem
 import Testing
@@ -57,6 +58,20 @@ struct SignalTests {
         #expect(outcome.value == nil)
     }
 
+    @Test func aFirstSignalFutureCancelledBeforeItsLoopStartsWatchingWatchesNothing() throws {
+        try runLoop { loop in
+            // Made and cancelled on another thread while the loop is busy with this job: the watch is
+            // still queued when the cancellation comes, and must not start then. (Not keeping the loop
+            // alive, so that a watcher left open shows as a handle left behind rather than a hang.)
+            let cancelled = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                SignalWatcher.first(of: [.user1], keepsLoopAlive: false, on: loop).cancel()
+                cancelled.signal()
+            }
+            expectSignal(cancelled, "the cancellation")
+        }
+    }
+
     @Test func aSignalThatCannotBeWatchedIsAClearError() throws {
         let failure = Shared<String?>(nil)
         try runLoop { loop in
@@ -67,6 +82,22 @@ struct SignalTests {
             }
         }
         #expect(failure.value == "EINVAL: invalid argument")
+    }
+
+    /// A fault signal returns to the faulting instruction after libuv's handler noted it, which faults
+    /// again for good: watching one is refused, and nothing is left open.
+    @Test func aFaultSignalCannotBeWatched() throws {
+        let failures = Shared<[String]>([])
+        try runLoop { loop in
+            for number in [SIGSEGV, SIGBUS, SIGFPE, SIGILL] {
+                do {
+                    _ = try SignalWatcher.watch([.user1, ProcessSignal(rawValue: number)], on: loop)
+                } catch {
+                    failures.value.append("\(error)")
+                }
+            }
+        }
+        #expect(failures.value == Array(repeating: "EINVAL: invalid argument", count: 4))
     }
 
     @Test func closingAWatcherAfterItsLoopClosedFailsClearlyAndEndsItsSequences() async throws {

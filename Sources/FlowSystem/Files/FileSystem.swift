@@ -16,7 +16,8 @@ import Glibc
 ///
 /// Every method may be called from any thread; the futures complete on the loop, and fail with libuv's
 /// error: `ENOENT: no such file or directory`, `EACCES: permission denied`, `EISDIR: illegal operation
-/// on a directory`, ...
+/// on a directory`, ..., and `EINVAL: invalid argument` for a path holding a NUL byte (which C would cut
+/// short there, naming another file).
 public enum FileSystem {
     /// Opens the file at `path`; see ``OpenFile``.
     ///
@@ -32,7 +33,7 @@ public enum FileSystem {
     public static func open(
         _ path: String, _ mode: OpenFile.Mode = .read, permissions: Int32 = 0o644, on loop: EventLoop = .main
     ) -> Future<OpenFile> {
-        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        FileSystemRequest.perform(on: loop, paths: [path], submit: { loop, request, callback in
             uv_fs_open(loop, request, path, mode.flags | O_CLOEXEC, permissions, callback)
         }, finish: { request in
             .success(OpenFile(descriptor: uv_file(request.pointee.result), loop: loop))
@@ -45,7 +46,7 @@ public enum FileSystem {
     /// FileSystem.status(ofItemAt: path).onValue { print("\($0.size) bytes") }
     /// ```
     public static func status(ofItemAt path: String, on loop: EventLoop = .main) -> Future<FileStatus> {
-        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        FileSystemRequest.perform(on: loop, paths: [path], submit: { loop, request, callback in
             uv_fs_stat(loop, request, path, callback)
         }, finish: { request in .success(FileStatus(request.pointee.statbuf)) })
     }
@@ -58,7 +59,7 @@ public enum FileSystem {
     /// ```
     @discardableResult
     public static func rename(_ source: String, to destination: String, on loop: EventLoop = .main) -> Future<Void> {
-        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        FileSystemRequest.perform(on: loop, paths: [source, destination], submit: { loop, request, callback in
             uv_fs_rename(loop, request, source, destination, callback)
         }, finish: { _ in .success(()) })
     }
@@ -71,7 +72,7 @@ public enum FileSystem {
     /// ```
     @discardableResult
     public static func removeFile(at path: String, on loop: EventLoop = .main) -> Future<Void> {
-        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        FileSystemRequest.perform(on: loop, paths: [path], submit: { loop, request, callback in
             uv_fs_unlink(loop, request, path, callback)
         }, finish: { _ in .success(()) })
     }
@@ -86,7 +87,7 @@ public enum FileSystem {
     public static func createDirectory(
         at path: String, permissions: Int32 = 0o755, on loop: EventLoop = .main
     ) -> Future<Void> {
-        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        FileSystemRequest.perform(on: loop, paths: [path], submit: { loop, request, callback in
             uv_fs_mkdir(loop, request, path, permissions, callback)
         }, finish: { _ in .success(()) })
     }
@@ -98,7 +99,7 @@ public enum FileSystem {
     /// ```
     @discardableResult
     public static func removeDirectory(at path: String, on loop: EventLoop = .main) -> Future<Void> {
-        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        FileSystemRequest.perform(on: loop, paths: [path], submit: { loop, request, callback in
             uv_fs_rmdir(loop, request, path, callback)
         }, finish: { _ in .success(()) })
     }
@@ -119,7 +120,7 @@ public enum FileSystem {
     /// FileSystem.contentsOfDirectory(at: "/etc").onValue { entries in print(entries.map(\.name)) }
     /// ```
     public static func contentsOfDirectory(at path: String, on loop: EventLoop = .main) -> Future<[DirectoryEntry]> {
-        FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        FileSystemRequest.perform(on: loop, paths: [path], submit: { loop, request, callback in
             uv_fs_scandir(loop, request, path, 0, callback)
         }, finish: { request in
             var entries: [DirectoryEntry] = []
@@ -142,12 +143,13 @@ public enum FileSystem {
     /// - Parameters:
     ///   - path: the file's path.
     ///   - limit: the largest file read; a bigger one fails with `EFBIG: file too large` instead of
-    ///     filling memory.
+    ///     filling memory. `Int.max`: no limit; a negative limit stops the program with a message.
     ///   - loop: the loop whose thread pool does the work and on which the future completes.
     public static func readFile(
         at path: String, limit: Int = 1 << 30, on loop: EventLoop = .main
     ) -> Future<[UInt8]> {
-        open(path, .read, on: loop).flatMap(on: .none) { file in
+        misusePrecondition(limit >= 0, "FileSystem.readFile: the limit must not be negative, not \(limit)")
+        return open(path, .read, on: loop).flatMap(on: .none) { file in
             file.readToEnd(limit: limit).always(on: .none) { file.close() }
         }
     }

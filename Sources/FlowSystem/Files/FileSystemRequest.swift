@@ -39,12 +39,16 @@ final class FileSystemRequest: @unchecked Sendable {
     /// Submits a request on `loop` and returns its future. `submit` calls the `uv_fs_*` function with
     /// the loop, the request and the callback it is given; `finish` reads a successful result (the
     /// request's `result` is not negative) before libuv's memory is cleaned up. Cancelling the future
-    /// takes a request back from the pool's queue if no thread has started it.
+    /// takes a request back from the pool's queue if no thread has started it, unless `isCancellable`
+    /// is `false` (a close, which must happen whoever stops waiting for it). Fails at once with
+    /// `EINVAL` if one of `paths` holds a NUL byte: C would read the path only up to it, and act on
+    /// another file.
     static func perform<Value: Sendable>(
-        on loop: EventLoop,
+        on loop: EventLoop, paths: [String] = [], isCancellable: Bool = true,
         submit: @escaping (UnsafeMutablePointer<uv_loop_t>, UnsafeMutablePointer<uv_fs_t>, uv_fs_cb) -> Int32,
         finish: @escaping (UnsafeMutablePointer<uv_fs_t>) -> Result<Value>
     ) -> Future<Value> {
+        guard paths.allSatisfy(\.isWholeCString) else { return Future(error: EventLoop.error(UV_EINVAL.rawValue)) }
         let result = PendingResult<Value>()
         let operation = FileSystemRequest(submit: submit, report: { request in
             result.complete(request.pointee.result < 0
@@ -52,6 +56,7 @@ final class FileSystemRequest: @unchecked Sendable {
         }, abandon: { error in result.fail(error) }, isAbandoned: { result.isCompleted })
         let carried = LoopCarried(operation)
         loop.inContext { carried.value.start(on: loop) }
+        guard isCancellable else { return result.future() }
         return result.future(onCancel: { loop.inContext { carried.value.cancel() } })
     }
 

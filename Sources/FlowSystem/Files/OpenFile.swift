@@ -18,7 +18,9 @@ import Glibc
 ///
 /// Reads and writes without an offset go on from where the previous one stopped; make one at a time
 /// for that order to hold (chain them), or give offsets. Close the file when done; one dropped while
-/// open is closed then, on the spot. Every method may be called from any thread.
+/// open is closed then, on the spot. Once ``close()`` is called, reads, writes, ``status()`` and
+/// ``synchronize()`` fail with `EBADF: bad file descriptor` (the descriptor's number may name another
+/// file by then). Every method may be called from any thread.
 public final class OpenFile: Sendable {
     /// How a file is opened.
     public enum Mode: Sendable, Hashable {
@@ -60,12 +62,17 @@ public final class OpenFile: Sendable {
     }
 
     /// Reads up to `count` bytes, at `offset` or from the current position; an empty array at the
-    /// end of the file.
+    /// end of the file. One read takes at most 1 GiB. A negative `count` stops the program with a
+    /// message.
     ///
     /// ```swift
     /// file.read(upTo: 65536).onValue { chunk in if chunk.isEmpty { print("end") } }
     /// ```
     public func read(upTo count: Int = 64 * 1024, at offset: Int64? = nil) -> Future<[UInt8]> {
+        misusePrecondition(count >= 0, "OpenFile.read(upTo:): the count must not be negative, not \(count)")
+        if let closed: Future<[UInt8]> = failureIfClosed() { return closed }
+        // A short read, as the kernel may make anyway, rather than memory for more than one request reads.
+        let count = min(count, Self.largestRequest)
         let buffer = ReadTarget(count: count)
         let descriptor = descriptor
         return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
@@ -89,11 +96,13 @@ public final class OpenFile: Sendable {
 
     private func writeSome(_ bytes: SharedBytes, from start: Int, at offset: Int64?) -> Future<Void> {
         guard start < bytes.count else { return Future(()) }
+        if let closed: Future<Void> = failureIfClosed() { return closed }
         let descriptor = descriptor
         let written: Future<Int> = FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
             bytes.withUnsafeBytes { raw in
                 let base = UnsafeMutableRawPointer(mutating: raw.baseAddress!).advanced(by: start)
-                var slice = uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(min(bytes.count - start, 1 << 30)))
+                var slice = uv_buf_init(
+                    base.assumingMemoryBound(to: CChar.self), UInt32(min(bytes.count - start, Self.largestRequest)))
                 return uv_fs_write(loop, request, descriptor, &slice, 1, offset ?? -1, callback)
             }
         }, finish: { request in .success(Int(request.pointee.result)) })
@@ -109,6 +118,7 @@ public final class OpenFile: Sendable {
     /// file.status().onValue { print("\($0.size) bytes") }
     /// ```
     public func status() -> Future<FileStatus> {
+        if let closed: Future<FileStatus> = failureIfClosed() { return closed }
         let descriptor = descriptor
         return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
             uv_fs_fstat(loop, request, descriptor, callback)
@@ -122,13 +132,15 @@ public final class OpenFile: Sendable {
     /// ```
     @discardableResult
     public func synchronize() -> Future<Void> {
+        if let closed: Future<Void> = failureIfClosed() { return closed }
         let descriptor = descriptor
         return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
             uv_fs_fsync(loop, request, descriptor, callback)
         }, finish: { _ in .success(()) })
     }
 
-    /// Closes the file. Closing twice is harmless.
+    /// Closes the file. Closing twice is harmless. Cancelling the returned future stops the waiting,
+    /// not the closing.
     ///
     /// ```swift
     /// file.close().onValue { print("closed") }
@@ -141,13 +153,16 @@ public final class OpenFile: Sendable {
         }
         guard wasOpen else { return Future(()) }
         let descriptor = descriptor
-        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        // Not cancellable: a close taken back from the pool's queue would leave the descriptor open
+        // for good, since the file counts as closed from now on.
+        return FileSystemRequest.perform(on: loop, isCancellable: false, submit: { loop, request, callback in
             uv_fs_close(loop, request, descriptor, callback)
         }, finish: { _ in .success(()) })
     }
 
     /// Reads from the current position to the end of the file, failing with `EFBIG: file too large`
-    /// past `limit` bytes, and leaves the position at the end.
+    /// past `limit` bytes (`Int.max`: no limit; a negative one stops the program with a message), and
+    /// leaves the position at the end.
     ///
     /// The bytes land once, in the array handed out. From 8 MiB on, two pool threads read the two
     /// halves the file's status announces at the same time (at offsets), sharing the copying and the
@@ -158,7 +173,8 @@ public final class OpenFile: Sendable {
     /// file.readToEnd().onValue { bytes in print("\(bytes.count) bytes") }
     /// ```
     public func readToEnd(limit: Int = 1 << 30) -> Future<[UInt8]> {
-        status().flatMap(on: .none) { [self] status in
+        misusePrecondition(limit >= 0, "OpenFile.readToEnd: the limit must not be negative, not \(limit)")
+        return status().flatMap(on: .none) { [self] status in
             // Room for the whole file and a byte more: the read that finds the end then needs no new
             // memory, and a file of the status's size is read in one request.
             let size = min(Int(max(status.size, 0)), limit)
@@ -175,6 +191,14 @@ public final class OpenFile: Sendable {
                 }
         }
     }
+
+    /// `EBADF` once ``close()`` was called, else `nil`.
+    private func failureIfClosed<Value>() -> Future<Value>? {
+        isOpen.withLock { $0 } ? nil : Future(error: EventLoop.error(UV_EBADF.rawValue))
+    }
+
+    /// The most bytes one read or write request moves (1 GiB).
+    static let largestRequest = 1 << 30
 
     /// The smallest read ``readToEnd(limit:)`` splits in two parts read at the same time.
     static let splitReadMinimum = 8 << 20
@@ -216,7 +240,8 @@ public final class OpenFile: Sendable {
     /// in the collector's memory, so the bytes are copied once, into the array handed out.
     private func readRest(into collected: ReadCollector, limit: Int) -> Future<[UInt8]> {
         if collected.count == collected.capacity {
-            collected.grow(upTo: limit + 1)   // the file grew since its status was read
+            // The file grew since its status was read (or has no size there, as `/proc`'s files).
+            collected.grow(upTo: limit == .max ? limit : limit + 1)
         }
         let descriptor = descriptor
         let room = min(collected.capacity - collected.count, 1 << 30)
@@ -234,14 +259,15 @@ public final class OpenFile: Sendable {
     }
 
     /// The file from the current position as an `AsyncSequence` of chunks of up to `size` bytes, in
-    /// order. Reads run ahead of the consumer, at most ``FileChunks/readAheadLimit`` chunks being read
-    /// or waiting to be taken: a slow consumer holds that many chunks at most (back-pressure), whatever
-    /// the file's size, and one that keeps up rarely waits for a read. The reads run in a job on the
-    /// thread pool that hands the chunks straight to the consumer, without a hop through the loop; each
-    /// read fills every chunk there is room for in one call (`preadv`), and they are handed over together. A
-    /// regular file is read at offsets, and its position is at the end once the sequence ends. Close
-    /// the file once the sequence has ended (a loop left early may leave a read ahead running until it
-    /// finishes).
+    /// order. Reads run ahead of the consumer, at most ``FileChunks/readAheadLimit`` (16) chunks being
+    /// read or waiting to be taken: a slow consumer holds that many chunks at most (back-pressure),
+    /// whatever the file's size, and one that keeps up rarely waits for a read. Each read fills four
+    /// chunks in one call (`preadv`); a regular file has two reads of consecutive ranges running at the
+    /// same time on two pool threads, handed over in the file's order straight to the consumer, without a
+    /// hop through the loop (a pipe, read at its position, one read at a time). A regular file is read
+    /// at offsets, and its position is at the end once the sequence ends. Dropping the iterator (leaving
+    /// the loop early) stops the reads after the ones running; a cancelled task's `next()` throws
+    /// `CancellationError` and stops them too. Close the file once the sequence has ended or was left.
     ///
     /// ```swift
     /// for try await chunk in file.chunks(size: 65536) {
@@ -249,8 +275,12 @@ public final class OpenFile: Sendable {
     /// }
     /// ```
     public func chunks(size: Int = 64 * 1024) -> FileChunks {
-        FileChunks(file: self, size: size)
+        misusePrecondition(size > 0, "OpenFile.chunks(size:): the chunk size must be positive, not \(size)")
+        return FileChunks(file: self, size: size)
     }
+
+    /// Whether ``close()`` has not been called yet.
+    var isStillOpen: Bool { isOpen.withLock { $0 } }
 }
 
 /// Memory a read fills on a pool thread, kept alive by the request until its callback.

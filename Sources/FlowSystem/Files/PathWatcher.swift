@@ -49,11 +49,14 @@ public final class PathWatcher: @unchecked Sendable {
     /// let watcher = try PathWatcher.watch(folder) { change in reload(change.name) }
     /// ```
     ///
-    /// - Throws: libuv's error, `ENOENT: no such file or directory` when nothing is at `path`.
+    /// - Throws: libuv's error, `ENOENT: no such file or directory` when nothing is at `path`;
+    ///   `EINVAL: invalid argument` for a path holding a NUL byte.
     public static func watch(
         _ path: String, on loop: EventLoop = .main, handler: ((Change) -> Void)? = nil
     ) throws(EventLoopError) -> PathWatcher {
         loop.assertInLoopContext("PathWatcher.watch")
+        // C would watch the path only up to a NUL byte: another file.
+        guard path.isWholeCString else { throw EventLoop.error(UV_EINVAL.rawValue) }
         let handle = UnsafeMutablePointer<uv_fs_event_t>.allocate(capacity: 1)
         let status = uv_fs_event_init(loop.unsafeLoopPointer, handle)
         guard status == 0 else {

@@ -51,13 +51,16 @@ extension ChildProcess {
     ///   - loop: the loop that runs the command and on which the future completes.
     /// - Returns: the output and how the command ended (a failing exit code is not an error here: see
     ///   ``Termination/isSuccess``). Fails with the spawn's error, such as `ENOENT: no such file or
-    ///   directory`. Cancelling it kills the command.
+    ///   directory`, or `EINVAL: invalid argument` for a string holding a NUL byte. Cancelling it kills the
+    ///   command. A negative `outputLimit` stops the program with a message.
     public static func run(
         _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
         workingDirectory: String? = nil, input: [UInt8]? = nil, outputLimit: Int = 16 * 1024 * 1024,
         on loop: EventLoop = .main
     ) -> Future<ProcessOutput> {
-        Future(on: loop.scheduler) { completion in
+        misusePrecondition(
+            outputLimit >= 0, "ChildProcess.run: the output limit must not be negative, not \(outputLimit)")
+        return Future(on: loop.scheduler) { completion in
             let child = try ChildProcess.spawn(
                 executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
                 standardInput: input == nil ? .ignore : .pipe, standardOutput: .pipe, standardError: .pipe, on: loop)

@@ -114,7 +114,8 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - loop: the loop the child's handle and pipes live on (the caller must be running on it).
     /// - Throws: libuv's error, such as `ENOENT: no such file or directory` for an executable or a
     ///   working directory that does not exist, `EACCES: permission denied` for a file that may not be
-    ///   run. Nothing is left open then.
+    ///   run; `EINVAL: invalid argument` for a string holding a NUL byte (which C would cut short there)
+    ///   or an environment variable's name that is empty or holds `=`. Nothing is left open then.
     public static func spawn(
         _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
         workingDirectory: String? = nil, standardInput: StandardStream = .inherit,
@@ -122,6 +123,15 @@ public final class ChildProcess: @unchecked Sendable {
         on loop: EventLoop = .main
     ) throws(EventLoopError) -> ChildProcess {
         loop.assertInLoopContext("ChildProcess.spawn")
+        // C would read each string up to a NUL byte and pass the rest on cut short, and would take an
+        // environment variable's name to end at its first `=`: refused before anything is opened.
+        let strings = [executable] + arguments + [workingDirectory].compactMap { $0 }
+        let isEachVariableWhole = (environment ?? [:]).allSatisfy { name, value in
+            !name.isEmpty && !name.contains("=") && name.isWholeCString && value.isWholeCString
+        }
+        guard strings.allSatisfy(\.isWholeCString), isEachVariableWhole else {
+            throw EventLoop.error(UV_EINVAL.rawValue)
+        }
         // libuv learns of the child's exit through SIGCHLD, delivered to the loop's thread.
         SignalMask.unblock(SIGCHLD)
         let streams = [standardInput, standardOutput, standardError]

@@ -52,6 +52,9 @@ public final class SignalWatcher: @unchecked Sendable {
         self.handler = handler
     }
 
+    /// The signals a fault raises in the faulting thread, which cannot be watched.
+    static let faultSignals: Set<Int32> = [SIGSEGV, SIGBUS, SIGFPE, SIGILL]
+
     /// Starts watching `signals` on `loop`, calling `handler` on the loop with each one received.
     /// Loop context only.
     ///
@@ -60,7 +63,9 @@ public final class SignalWatcher: @unchecked Sendable {
     /// ```
     ///
     /// - Parameters:
-    ///   - signals: the signals to watch; `SIGKILL` and `SIGSTOP` cannot be watched.
+    ///   - signals: the signals to watch; `SIGKILL` and `SIGSTOP` cannot be watched, and neither can the
+    ///     fault signals `SIGSEGV`, `SIGBUS`, `SIGFPE` and `SIGILL` (the faulting instruction would run
+    ///     again after each, for good).
     ///   - keepsLoopAlive: whether the open watcher keeps `EventLoop.run()` from returning.
     ///   - loop: the loop that watches (the caller must be running on it).
     ///   - handler: called on the loop with each signal received; dropped when the watcher closes.
@@ -70,6 +75,11 @@ public final class SignalWatcher: @unchecked Sendable {
         handler: ((ProcessSignal) -> Void)? = nil
     ) throws(EventLoopError) -> SignalWatcher {
         loop.assertInLoopContext("SignalWatcher.watch")
+        // A fault signal raised by the faulting instruction returns to it once libuv's handler noted it,
+        // and the fault repeats for good: such a watcher would hang the program rather than report.
+        if signals.contains(where: { SignalWatcher.faultSignals.contains($0.rawValue) }) {
+            throw EventLoop.error(UV_EINVAL.rawValue)
+        }
         let watcher = SignalWatcher(loop: loop, signals: signals, handler: handler)
         for signal in signals {
             let handle = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
@@ -114,6 +124,7 @@ public final class SignalWatcher: @unchecked Sendable {
         let received = PendingResult<ProcessSignal>()
         let watcherBox = Locked<SignalWatcher?>(nil)
         loop.inContext {
+            // Cancelled before the loop got here: watch nothing.
             guard !received.isCompleted else { return }
             do {
                 let watcher = try SignalWatcher.watch(signals, keepsLoopAlive: keepsLoopAlive, on: loop) { signal in
@@ -121,11 +132,18 @@ public final class SignalWatcher: @unchecked Sendable {
                     watcherBox.withLock { $0 }?.close()
                 }
                 watcherBox.withLock { $0 = watcher }
+                // Cancelled from another thread while the watcher was being made: the cancellation
+                // found no watcher to close, so close it here.
+                if received.isCompleted { watcher.close() }
             } catch {
                 received.fail(error)
             }
         }
-        return received.future(onCancel: { watcherBox.withLock { $0 }?.close() })
+        return received.future(onCancel: {
+            // Completes `received`, so that a watch the loop has not started yet never starts.
+            received.fail(FutureError.aborted)
+            watcherBox.withLock { $0 }?.close()
+        })
     }
 
     /// The signals received from now on, as an `AsyncSequence` that ends when the watcher closes.
