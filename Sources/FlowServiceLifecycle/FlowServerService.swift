@@ -118,8 +118,13 @@ func finishes(_ work: Flow.Future<Void>, within deadline: Duration) async -> Boo
                 return pending
             }?.resume(returning: finished)
         }
-        let nanoseconds = deadline.components.seconds * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { decide(false) }
+        let (seconds, attoseconds) = deadline.components
+        let (whole, isTooLong) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (nanoseconds, isStillTooLong) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        // A deadline beyond what nanoseconds count (292 years) is never reached: no timer then.
+        if !isTooLong, !isStillTooLong {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { decide(false) }
+        }
         work.onResult(on: .none) { _ in decide(true) }
     }
 }
