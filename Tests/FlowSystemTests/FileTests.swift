@@ -355,6 +355,39 @@ struct ThreadPoolTests {
         #expect(openDescriptorCount(inside: folder.path) == 0)
     }
 
+    @Test func aCloseWaitsForTheReadsMadeBeforeItAndLaterOnesFailWithEBADF() throws {
+        // A read waiting on a FIFO holds a pool thread until the test writes; the close made meanwhile
+        // must wait for it, or the descriptor's number could name another file by the time it reads.
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let fifo = folder.file("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // The test's own end, read and write, so that opening the FIFO for reading does not block.
+        let writer = open(fifo, O_RDWR)
+        #expect(writer >= 0)
+        let events = Shared<[String]>([])
+        try runLoop { loop in
+            FileSystem.open(fifo, .read, on: loop).onValue { file in
+                file.read(upTo: 5).onResult { result in
+                    events.value.append("read \(result.map { String(decoding: $0, as: UTF8.self) })")
+                }
+                file.close().onResult { result in events.value.append("closed \(result)") }
+                file.read(upTo: 5).onResult { result in
+                    events.value.append("later read \(String(describing: result.error))")
+                }
+                // Queued on the pool after the close: a close that did not wait would run first.
+                _ = ThreadPool.run(on: loop) { _ = "hello".withCString { write(writer, $0, 5) } }
+            }
+        }
+        #expect(events.value == [
+            "later read Optional(EBADF: bad file descriptor)",
+            "read success(\"hello\")",
+            "closed success()",
+        ])
+        close(writer)
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
     @Test func cancellingWorkBeforeAThreadTakesItKeepsItFromRunning() throws {
         // Occupy every pool thread, queue one more job, cancel it, then let the pool go.
         let poolSize = Int(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "") ?? 4

@@ -125,7 +125,7 @@ final class ChunkReader: Sendable {
     init(file: OpenFile, size: Int) {
         self.file = file
         self.size = size
-        let position = lseek(file.descriptor, 0, SEEK_CUR)
+        let position = file.whileOpen { lseek(file.descriptor, 0, SEEK_CUR) } ?? -1
         var initial = State()
         initial.nextOffset = position >= 0 ? Int64(position) : nil
         state = Locked(initial)
@@ -231,7 +231,8 @@ final class ChunkReader: Sendable {
     private func runJob() {
         var next = finish(nil)
         while var claim = next {
-            let outcome = file.isStillOpen ? read(&claim) : .failure(EventLoop.error(UV_EBADF.rawValue))
+            // In use while it reads: a close meanwhile waits, and one before it makes the read fail.
+            let outcome = file.whileOpen { read(&claim) } ?? .failure(EventLoop.error(UV_EBADF.rawValue))
             next = finish((claim, outcome))
         }
     }
@@ -322,7 +323,7 @@ final class ChunkReader: Sendable {
                     state.nextOffset = offset + Int64(bytes)
                 }
             case .end:
-                if let offset = claim.offset { _ = lseek(file.descriptor, off_t(offset), SEEK_SET) }
+                if let offset = claim.offset { _ = file.whileOpen { lseek(file.descriptor, off_t(offset), SEEK_SET) } }
                 state.ending = .success(nil)
                 state.spares.removeAll()
                 dropReadsInFlight(&state)

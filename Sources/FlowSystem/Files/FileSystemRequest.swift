@@ -19,13 +19,17 @@ final class FileSystemRequest: @unchecked Sendable {
     private let report: (UnsafeMutablePointer<uv_fs_t>) -> Void
     private let abandon: (EventLoopError) -> Void
     private let isAbandoned: () -> Bool
+    /// Runs once libuv is done with the request, or once it is clear libuv will never have it.
+    private var whenDone: (@Sendable () -> Void)?
     private var isSubmitted = false
 
     private init(
         submit: @escaping (UnsafeMutablePointer<uv_loop_t>, UnsafeMutablePointer<uv_fs_t>, uv_fs_cb) -> Int32,
         report: @escaping (UnsafeMutablePointer<uv_fs_t>) -> Void,
-        abandon: @escaping (EventLoopError) -> Void, isAbandoned: @escaping () -> Bool
+        abandon: @escaping (EventLoopError) -> Void, isAbandoned: @escaping () -> Bool,
+        whenDone: (@Sendable () -> Void)?
     ) {
+        self.whenDone = whenDone
         self.submit = submit
         self.report = report
         self.abandon = abandon
@@ -42,18 +46,23 @@ final class FileSystemRequest: @unchecked Sendable {
     /// takes a request back from the pool's queue if no thread has started it, unless `isCancellable`
     /// is `false` (a close, which must happen whoever stops waiting for it). Fails at once with
     /// `EINVAL` if one of `paths` holds a NUL byte: C would read the path only up to it, and act on
-    /// another file.
+    /// another file. `whenDone` runs on the loop once libuv is done with the request (after the
+    /// system call, or when it was taken back or never submitted), whatever became of the future.
     static func perform<Value: Sendable>(
         on loop: EventLoop, paths: [String] = [], isCancellable: Bool = true,
+        whenDone: (@Sendable () -> Void)? = nil,
         submit: @escaping (UnsafeMutablePointer<uv_loop_t>, UnsafeMutablePointer<uv_fs_t>, uv_fs_cb) -> Int32,
         finish: @escaping (UnsafeMutablePointer<uv_fs_t>) -> Result<Value>
     ) -> Future<Value> {
-        guard paths.allSatisfy(\.isWholeCString) else { return Future(error: EventLoop.error(UV_EINVAL.rawValue)) }
+        guard paths.allSatisfy(\.isWholeCString) else {
+            whenDone?()
+            return Future(error: EventLoop.error(UV_EINVAL.rawValue))
+        }
         let result = PendingResult<Value>()
         let operation = FileSystemRequest(submit: submit, report: { request in
             result.complete(request.pointee.result < 0
                 ? .failure(EventLoop.error(Int32(request.pointee.result))) : finish(request))
-        }, abandon: { error in result.fail(error) }, isAbandoned: { result.isCompleted })
+        }, abandon: { error in result.fail(error) }, isAbandoned: { result.isCompleted }, whenDone: whenDone)
         let carried = LoopCarried(operation)
         loop.inContext { carried.value.start(on: loop) }
         guard isCancellable else { return result.future() }
@@ -61,13 +70,17 @@ final class FileSystemRequest: @unchecked Sendable {
     }
 
     private func start(on loop: EventLoop) {
-        guard !isAbandoned() else { return }
+        guard !isAbandoned() else {
+            done()
+            return
+        }
         request.pointee.data = Owner.retain(self)
         let status = submit(loop.unsafeLoopPointer, request, fileSystemCallback)
         guard status >= 0 else {
             _ = Owner.release(request.pointee.data, as: FileSystemRequest.self)
             uv_fs_req_cleanup(request)
             abandon(EventLoop.error(status))
+            done()
             return
         }
         isSubmitted = true
@@ -78,6 +91,14 @@ final class FileSystemRequest: @unchecked Sendable {
         isSubmitted = false
         report(request)
         uv_fs_req_cleanup(request)
+        done()
+    }
+
+    /// Runs `whenDone`, once.
+    private func done() {
+        let whenDone = whenDone
+        self.whenDone = nil
+        whenDone?()
     }
 
     private func cancel() {

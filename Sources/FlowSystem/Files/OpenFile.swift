@@ -20,7 +20,8 @@ import Glibc
 /// for that order to hold (chain them), or give offsets. Close the file when done; one dropped while
 /// open is closed then, on the spot. Once ``close()`` is called, reads, writes, ``status()`` and
 /// ``synchronize()`` fail with `EBADF: bad file descriptor` (the descriptor's number may name another
-/// file by then). Every method may be called from any thread.
+/// file by then). Those made before it complete as they would have: the descriptor is closed once the
+/// last of them is done with it. Every method may be called from any thread.
 public final class OpenFile: Sendable {
     /// How a file is opened.
     public enum Mode: Sendable, Hashable {
@@ -50,7 +51,17 @@ public final class OpenFile: Sendable {
     public let loop: EventLoop
     /// The file descriptor.
     public let descriptor: Int32
-    private let isOpen = Locked(true)
+    private let descriptorState = Locked(DescriptorState())
+
+    /// Who uses the descriptor, under ``descriptorState``'s lock.
+    private struct DescriptorState {
+        /// Whether ``OpenFile/close()`` has not been called yet.
+        var isOpen = true
+        /// How many requests and pool reads are using the descriptor now.
+        var uses = 0
+        /// The close that ``OpenFile/close()`` put off until the last use ends.
+        var closeWhenUnused: (@Sendable () -> Void)?
+    }
 
     init(descriptor: Int32, loop: EventLoop) {
         self.descriptor = descriptor
@@ -58,7 +69,9 @@ public final class OpenFile: Sendable {
     }
 
     deinit {
-        if isOpen.withLock({ $0 }) { _ = Glibc.close(descriptor) }
+        // Every use holds the file, so none is running now. A close still put off means a use was
+        // dropped without running (its loop had stopped): nobody else will close the descriptor.
+        if descriptorState.withLock({ $0.isOpen || $0.closeWhenUnused != nil }) { _ = Glibc.close(descriptor) }
     }
 
     /// Reads up to `count` bytes, at `offset` or from the current position; an empty array at the
@@ -70,12 +83,11 @@ public final class OpenFile: Sendable {
     /// ```
     public func read(upTo count: Int = 64 * 1024, at offset: Int64? = nil) -> Future<[UInt8]> {
         misusePrecondition(count >= 0, "OpenFile.read(upTo:): the count must not be negative, not \(count)")
-        if let closed: Future<[UInt8]> = failureIfClosed() { return closed }
         // A short read, as the kernel may make anyway, rather than memory for more than one request reads.
         let count = min(count, Self.largestRequest)
         let buffer = ReadTarget(count: count)
         let descriptor = descriptor
-        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        return request(submit: { loop, request, callback in
             var slice = uv_buf_init(buffer.base.assumingMemoryBound(to: CChar.self), UInt32(count))
             return uv_fs_read(loop, request, descriptor, &slice, 1, offset ?? -1, callback)
         }, finish: { request in
@@ -96,9 +108,8 @@ public final class OpenFile: Sendable {
 
     private func writeSome(_ bytes: SharedBytes, from start: Int, at offset: Int64?) -> Future<Void> {
         guard start < bytes.count else { return Future(()) }
-        if let closed: Future<Void> = failureIfClosed() { return closed }
         let descriptor = descriptor
-        let written: Future<Int> = FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        let written: Future<Int> = request(submit: { loop, request, callback in
             bytes.withUnsafeBytes { raw in
                 let base = UnsafeMutableRawPointer(mutating: raw.baseAddress!).advanced(by: start)
                 var slice = uv_buf_init(
@@ -118,9 +129,8 @@ public final class OpenFile: Sendable {
     /// file.status().onValue { print("\($0.size) bytes") }
     /// ```
     public func status() -> Future<FileStatus> {
-        if let closed: Future<FileStatus> = failureIfClosed() { return closed }
         let descriptor = descriptor
-        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        return request(submit: { loop, request, callback in
             uv_fs_fstat(loop, request, descriptor, callback)
         }, finish: { request in .success(FileStatus(request.pointee.statbuf)) })
     }
@@ -132,9 +142,8 @@ public final class OpenFile: Sendable {
     /// ```
     @discardableResult
     public func synchronize() -> Future<Void> {
-        if let closed: Future<Void> = failureIfClosed() { return closed }
         let descriptor = descriptor
-        return FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        return request(submit: { loop, request, callback in
             uv_fs_fsync(loop, request, descriptor, callback)
         }, finish: { _ in .success(()) })
     }
@@ -142,22 +151,36 @@ public final class OpenFile: Sendable {
     /// Closes the file. Closing twice is harmless. Cancelling the returned future stops the waiting,
     /// not the closing.
     ///
+    /// Reads and writes made before still complete: the descriptor is closed once the last of them is
+    /// done with it, and the future completes then. Those made after fail with `EBADF`.
+    ///
     /// ```swift
     /// file.close().onValue { print("closed") }
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        let wasOpen = isOpen.withLock { isOpen in
-            defer { isOpen = false }
-            return isOpen
-        }
-        guard wasOpen else { return Future(()) }
         let descriptor = descriptor
+        let loop = loop
         // Not cancellable: a close taken back from the pool's queue would leave the descriptor open
         // for good, since the file counts as closed from now on.
-        return FileSystemRequest.perform(on: loop, isCancellable: false, submit: { loop, request, callback in
-            uv_fs_close(loop, request, descriptor, callback)
-        }, finish: { _ in .success(()) })
+        let closeNow: @Sendable () -> Future<Void> = {
+            FileSystemRequest.perform(on: loop, isCancellable: false, submit: { loop, request, callback in
+                uv_fs_close(loop, request, descriptor, callback)
+            }, finish: { _ in .success(()) })
+        }
+        let closing = PendingResult<Void>()
+        let isUsed = descriptorState.withLock { state -> Bool? in
+            guard state.isOpen else { return nil }
+            state.isOpen = false
+            guard state.uses > 0 else { return false }
+            state.closeWhenUnused = { closeNow().onResult(on: .none) { closing.complete($0) } }
+            return true
+        }
+        switch isUsed {
+        case nil: return Future(())
+        case false?: return closeNow()
+        case true?: return closing.future()
+        }
     }
 
     /// Reads from the current position to the end of the file, failing with `EFBIG: file too large`
@@ -179,22 +202,58 @@ public final class OpenFile: Sendable {
             // memory, and a file of the status's size is read in one request.
             let size = min(Int(max(status.size, 0)), limit)
             let collected = ReadCollector(capacity: size + 1)
-            let position = lseek(descriptor, 0, SEEK_CUR)
+            guard let position = whileOpen({ lseek(descriptor, 0, SEEK_CUR) }) else {
+                return Future(error: EventLoop.error(UV_EBADF.rawValue))
+            }
             let expected = position >= 0 ? size - min(Int(position), size) : 0
             guard expected >= Self.splitReadMinimum else { return readRest(into: collected, limit: limit) }
             return readInParts(into: collected, from: Int64(position), count: expected)
                 .flatMap(on: .none) { [self] read -> Future<[UInt8]> in
                     collected.count = read
-                    _ = lseek(descriptor, off_t(Int64(position) + Int64(read)), SEEK_SET)
+                    _ = whileOpen { lseek(descriptor, off_t(Int64(position) + Int64(read)), SEEK_SET) }
                     // Finds the end, or what the file grew by since its status was read.
                     return readRest(into: collected, limit: limit)
                 }
         }
     }
 
-    /// `EBADF` once ``close()`` was called, else `nil`.
-    private func failureIfClosed<Value>() -> Future<Value>? {
-        isOpen.withLock { $0 } ? nil : Future(error: EventLoop.error(UV_EBADF.rawValue))
+    /// Marks the descriptor in use until ``endUse()``, so that a ``close()`` meanwhile waits for it;
+    /// false once ``close()`` was called (the descriptor's number may name another file by then).
+    func beginUse() -> Bool {
+        descriptorState.withLock { state in
+            guard state.isOpen else { return false }
+            state.uses += 1
+            return true
+        }
+    }
+
+    /// Ends a use ``beginUse()`` began; the last one starts a close put off until then.
+    func endUse() {
+        let closeNow = descriptorState.withLock { state -> (@Sendable () -> Void)? in
+            state.uses -= 1
+            guard state.uses == 0, let close = state.closeWhenUnused else { return nil }
+            state.closeWhenUnused = nil
+            return close
+        }
+        closeNow?()
+    }
+
+    /// Runs `body` (which uses the descriptor) with the descriptor in use; `nil`, without running it,
+    /// once ``close()`` was called.
+    func whileOpen<Value>(_ body: () throws -> Value) rethrows -> Value? {
+        guard beginUse() else { return nil }
+        defer { endUse() }
+        return try body()
+    }
+
+    /// A request on the descriptor, in use until libuv is done with it; fails with `EBADF` once
+    /// ``close()`` was called.
+    private func request<Value: Sendable>(
+        submit: @escaping (UnsafeMutablePointer<uv_loop_t>, UnsafeMutablePointer<uv_fs_t>, uv_fs_cb) -> Int32,
+        finish: @escaping (UnsafeMutablePointer<uv_fs_t>) -> Result<Value>
+    ) -> Future<Value> {
+        guard beginUse() else { return Future(error: EventLoop.error(UV_EBADF.rawValue)) }
+        return FileSystemRequest.perform(on: loop, whenDone: { [self] in endUse() }, submit: submit, finish: finish)
     }
 
     /// The most bytes one read or write request moves (1 GiB).
@@ -226,8 +285,14 @@ public final class OpenFile: Sendable {
             }
             return done
         }
-        let second = ThreadPool.run(on: loop) { try fill(firstCount, count - firstCount) }
-        let first = ThreadPool.run(on: loop) { try fill(0, firstCount) }
+        @Sendable func fillWhileOpen(_ start: Int, _ length: Int) throws -> Int {
+            guard let read = try whileOpen({ try fill(start, length) }) else {
+                throw EventLoop.error(UV_EBADF.rawValue)
+            }
+            return read
+        }
+        let second = ThreadPool.run(on: loop) { try fillWhileOpen(firstCount, count - firstCount) }
+        let first = ThreadPool.run(on: loop) { try fillWhileOpen(0, firstCount) }
         return first.flatMap(on: .none) { firstRead in
             second.map(on: .none) { secondRead in
                 // A first half cut short means the file ended there: the second has nothing after it.
@@ -245,7 +310,7 @@ public final class OpenFile: Sendable {
         }
         let descriptor = descriptor
         let room = min(collected.capacity - collected.count, 1 << 30)
-        let read: Future<Int> = FileSystemRequest.perform(on: loop, submit: { loop, request, callback in
+        let read: Future<Int> = request(submit: { loop, request, callback in
             var slice = uv_buf_init(
                 collected.base.advanced(by: collected.count).assumingMemoryBound(to: CChar.self), UInt32(room))
             return uv_fs_read(loop, request, descriptor, &slice, 1, -1, callback)
@@ -280,7 +345,7 @@ public final class OpenFile: Sendable {
     }
 
     /// Whether ``close()`` has not been called yet.
-    var isStillOpen: Bool { isOpen.withLock { $0 } }
+    var isStillOpen: Bool { descriptorState.withLock { $0.isOpen } }
 }
 
 /// Memory a read fills on a pool thread, kept alive by the request until its callback.
