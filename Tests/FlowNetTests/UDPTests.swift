@@ -165,5 +165,50 @@ struct UDPTests {
         }
         #expect(failures.value == Array(repeating: "EBADF: bad file descriptor", count: 10))
     }
-}
 
+    @Test(.timeLimit(.minutes(1))) func aReceiveErrorReachesTheErrorHandlerAndIsCounted() throws {
+        // A connected socket whose peer's port has nothing bound: the kernel answers the datagram with
+        // "port unreachable", which the next receive reports as ECONNREFUSED.
+        let errors = Shared<[String]>([])
+        let count = Shared(0)
+        try runLoopCheckingHandles { loop in
+            let closedPort = try! UDPSocket.bind(host: "127.0.0.1", port: 0, on: loop)
+            let peer = closedPort.localAddress
+            closedPort.close().onValue {
+                let socket = try! UDPSocket.bind(host: "127.0.0.1", port: 0, on: loop)
+                try! socket.connect(to: peer)
+                socket.onReceive { _ in Issue.record("nothing should arrive") }
+                socket.onReceiveError { error in
+                    errors.mutate { $0.append("\(error)") }
+                    count.value = socket.failedReceiveCount
+                    socket.close()
+                }
+                socket.send(Array("anyone?".utf8))
+            }
+        }
+        #expect(errors.value == ["ECONNREFUSED: connection refused"])
+        #expect(count.value == 1)
+    }
+
+    @Test func aMulticastGroupOrInterfaceHoldingANulByteIsRefused() throws {
+        let failures = Shared<[String]>([])
+        try runLoopCheckingHandles { loop in
+            let socket = try! UDPSocket.bind(on: loop)
+            let attempts: [() throws -> Void] = [
+                { try socket.joinMulticastGroup("239.255.0.1\0") },
+                { try socket.joinMulticastGroup("239.255.0.1", interface: "0.0.0.0\0junk") },
+                { try socket.leaveMulticastGroup("239.255.0.1\0") },
+            ]
+            for attempt in attempts {
+                do {
+                    try attempt()
+                    failures.mutate { $0.append("done") }
+                } catch {
+                    failures.mutate { $0.append("\(error)") }
+                }
+            }
+            socket.close()
+        }
+        #expect(failures.value == Array(repeating: "EINVAL: invalid argument", count: 3))
+    }
+}

@@ -30,6 +30,7 @@ public final class UDPSocket: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_udp_t>
     private let readBuffer = ReadBuffer()
     private var handler: ((Datagram) -> Void)?
+    private var errorHandler: ((EventLoopError) -> Void)?
     private var isReceiving = false
     private let closing = HandleClosing()
     private let datagramStreams = ContinuationFanOut<Datagram>()
@@ -227,6 +228,26 @@ public final class UDPSocket: @unchecked Sendable {
         startReceiving()
     }
 
+    /// Calls `handler` on the loop with each error receiving reports (such as `ECONNREFUSED: connection
+    /// refused` on a connected socket whose peer's port is closed), while the socket receives (after
+    /// ``onReceive(_:)`` or ``datagrams``). Without a handler such errors go to ``FlowDiagnostics`` at
+    /// the 1st, 2nd, 4th, 8th, ... one. Either way ``failedReceiveCount`` counts them, and receiving
+    /// goes on. Loop context only.
+    ///
+    /// ```swift
+    /// socket.onReceiveError { error in print("receiving failed: \(error)") }
+    /// ```
+    ///
+    /// The handler is dropped when the socket closes, so it may capture the socket.
+    public func onReceiveError(_ handler: @escaping (EventLoopError) -> Void) {
+        loop.assertInLoopContext("UDPSocket.onReceiveError")
+        guard isOpen else { return }
+        errorHandler = handler
+    }
+
+    /// How many times receiving reported an error (see ``onReceiveError(_:)``). Loop context only.
+    public private(set) var failedReceiveCount = 0
+
     /// The datagrams received from now on, as an `AsyncSequence` that ends when the socket closes. A
     /// consumer that falls behind loses the oldest of more than 1,024 waiting datagrams, as the kernel
     /// would. Callable from any thread.
@@ -249,6 +270,10 @@ public final class UDPSocket: @unchecked Sendable {
             buffer?.pointee = uv_buf_init(
                 socket.readBuffer.base.assumingMemoryBound(to: CChar.self), UInt32(socket.readBuffer.size))
         }, { handle, count, _, address, flags in
+            if count < 0 {
+                Owner.borrow(handle?.pointee.data, as: UDPSocket.self).receiveFailed(Int32(count))
+                return
+            }
             guard count > 0 || (count == 0 && address != nil), let address else { return }
             let socket = Owner.borrow(handle?.pointee.data, as: UDPSocket.self)
             var storage = sockaddr_storage()
@@ -263,6 +288,18 @@ public final class UDPSocket: @unchecked Sendable {
         if status == 0 {
             isReceiving = true
             loop.libuvStateDidChange()
+        }
+    }
+
+    private func receiveFailed(_ status: Int32) {
+        failedReceiveCount += 1
+        let error = EventLoop.error(status)
+        if let errorHandler {
+            errorHandler(error)
+        } else if failedReceiveCount & (failedReceiveCount - 1) == 0 {
+            FlowDiagnostics.report(
+                .warning, "receiving a datagram failed: \(error)",
+                metadata: ["loop": loop.name, "address": "\(localAddress)", "failedReceiveCount": "\(failedReceiveCount)"])
         }
     }
 
@@ -293,7 +330,8 @@ public final class UDPSocket: @unchecked Sendable {
     /// try socket.joinMulticastGroup("239.255.0.1")
     /// ```
     ///
-    /// - Throws: libuv's error, `EINVAL: invalid argument` for an address that is not a multicast group.
+    /// - Throws: libuv's error, `EINVAL: invalid argument` for an address that is not a multicast group
+    ///   (or holds a NUL byte).
     public func joinMulticastGroup(_ group: String, interface: String? = nil) throws(EventLoopError) {
         try setMembership(group, interface: interface, UV_JOIN_GROUP)
     }
@@ -323,6 +361,8 @@ public final class UDPSocket: @unchecked Sendable {
     private func setMembership(_ group: String, interface: String?, _ membership: uv_membership) throws(EventLoopError) {
         loop.assertInLoopContext("UDPSocket multicast membership")
         try checkOpen()
+        // C would read the addresses only up to a NUL byte: another group or interface than the one given.
+        guard group.isWholeCString, interface?.isWholeCString ?? true else { throw EventLoop.error(UV_EINVAL.rawValue) }
         let status = uv_udp_set_membership(handle, group, interface, membership)
         guard status == 0 else { throw EventLoop.error(status) }
     }
@@ -359,6 +399,7 @@ public final class UDPSocket: @unchecked Sendable {
     private func didClose() {
         handle.deallocate()
         handler = nil
+        errorHandler = nil
         closing.didClose()
     }
 }
