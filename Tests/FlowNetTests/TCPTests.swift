@@ -52,6 +52,28 @@ struct TCPTests {
         #expect(result.serverPeer?.host == "127.0.0.1")
     }
 
+    @Test func aReadHandlerSetOnAClosedConnectionIsToldOnceThatItFailed() throws {
+        let events = Shared<[String]>([])
+        try runLoop { loop in
+            let listener = try! TCPListener.listen(host: "127.0.0.1", port: 0, on: loop) { $0.close() }
+            TCPConnection.connect(host: "127.0.0.1", port: listener.port, on: loop).onValue { client in
+                client.close()
+                // Closing: set before libuv has closed the handle; then again once it has.
+                client.onRead { event in events.mutate { $0.append("closing: \(event)") } }
+                events.mutate { $0.append("returned") }
+                client.close().onValue {
+                    client.onRead { event in events.mutate { $0.append("closed: \(event)") } }
+                    listener.close()
+                }
+            }
+        }
+        #expect(events.value == [
+            "returned",
+            "closing: failed(ECANCELED: operation canceled)",
+            "closed: failed(ECANCELED: operation canceled)",
+        ])
+    }
+
     @Test func bytesSentToAnEchoServerComeBackInOrder() throws {
         let sent = pattern(count: 1 << 20)
         let received = Shared<[UInt8]?>(nil)

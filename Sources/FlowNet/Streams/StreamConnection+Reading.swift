@@ -29,18 +29,32 @@ extension StreamConnection {
     /// }
     /// ```
     ///
-    /// The handler is dropped when the connection closes, so it may capture the connection.
+    /// The handler is dropped when the connection closes, so it may capture the connection. Set on a
+    /// connection already closing or closed, it is called once, from the loop, with `.failed` and
+    /// `ECANCELED`, as ``read()`` fails then.
     public func onRead(_ handler: @escaping (ReadEvent) -> Void) {
         loop.assertInLoopContext("\(type(of: self)).onRead")
         switch readMode {
         case .futures:
             misuseFailure("\(type(of: self)).onRead: the connection is already read with read() or chunks")
         case .closed:
-            return
+            failLater(handler)
         case .none, .handler:
+            guard closing.isOpen else {
+                failLater(handler)
+                return
+            }
             readMode = .handler(handler)
             if !isReadingPaused { startLibuvReading() }
         }
+    }
+
+    /// Tells a read handler set on a closing or closed connection that reading failed, rather than
+    /// leave it waiting for an event that cannot come; from the loop, never from inside the call that
+    /// set it.
+    private func failLater(_ handler: @escaping (ReadEvent) -> Void) {
+        let late = LoopConfined(handler)
+        loop.execute { late.value(.failed(EventLoopError.cancelledByClose)) }
     }
 
     /// Stops reading until ``resumeReading()``: the peer's bytes wait in the kernel, and once its
