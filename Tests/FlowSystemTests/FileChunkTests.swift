@@ -96,6 +96,34 @@ struct FileChunkTests {
         #expect(openDescriptorCount(inside: folder.path) == 0)
     }
 
+    @Test func aTaskCancelledAfterTheSequenceEndedGetsNilAgain() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let (path, _) = try makeFile(folder, count: 10_000)
+        let loop = EventLoop.startOnNewThread(name: "chunks.cancel.ended")
+        defer { loop.shutdown() }
+        let file = try await FileSystem.open(path, on: loop).get()
+        let outcome = await Task { () -> (count: Int, afterEnd: Swift.Result<[UInt8]?, any Error>) in
+            var iterator = file.chunks(size: 4_096).makeAsyncIterator()
+            var count = 0
+            do {
+                while try await iterator.next() != nil { count += 1 }
+            } catch {
+                return (count, .failure(error))
+            }
+            withUnsafeCurrentTask { $0?.cancel() }
+            do {
+                return (count, .success(try await iterator.next()))
+            } catch {
+                return (count, .failure(error))
+            }
+        }.value
+        #expect(outcome.count == 3)
+        #expect(try outcome.afterEnd.get() == nil)
+        try await file.close().get()
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
     @Test func aTaskCancelledWhileWaitingForARead() async throws {
         // A pipe with nothing written: the consumer waits for the read until its task is cancelled.
         var descriptors: [Int32] = [0, 0]

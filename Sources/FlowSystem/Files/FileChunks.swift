@@ -142,6 +142,12 @@ final class ChunkReader: Sendable {
 
     func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
         if Task.isCancelled {
+            // A sequence that has ended stays ended: `nil` again, as for any iterator past its end.
+            let hasEnded = state.withLock { state -> Bool in
+                guard state.ready.isEmpty, case .success(nil)? = state.ending else { return false }
+                return true
+            }
+            if hasEnded { return nil }
             stop(failing: CancellationError())
             throw CancellationError()
         }
