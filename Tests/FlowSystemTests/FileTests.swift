@@ -355,6 +355,38 @@ struct ThreadPoolTests {
         #expect(openDescriptorCount(inside: folder.path) == 0)
     }
 
+    @Test func aWriteFileCancelledAtAnyStepLeavesTheOldContentOrTheNewAndNoTemporaryFile() throws {
+        // Each write is cancelled after a different number of round trips through the thread pool, so
+        // the cancellations land before the open, during the write, the flush or the close, or after.
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let steps = 0..<16
+        let old: [UInt8] = [1, 2, 3]
+        let new = (0..<(256 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        for step in steps {
+            try Data(old).write(to: URL(fileURLWithPath: folder.file("target-\(step)")))
+        }
+        try runLoop { loop in
+            @Sendable func afterRoundTrips(_ count: Int, _ then: @escaping @Sendable () -> Void) {
+                guard count > 0 else { return then() }
+                ThreadPool.run(on: loop) {}.onValue { afterRoundTrips(count - 1, then) }
+            }
+            for step in steps {
+                // Not observed: a future with continuations ignores cancel().
+                let writing = FileSystem.writeFile(at: folder.file("target-\(step)"), contents: new, on: loop)
+                afterRoundTrips(step) { writing.cancel() }
+            }
+        }
+        // The loop ran until every request of the writes was done.
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(names == steps.map { "target-\($0)" }.sorted(), "a temporary file was left behind")
+        for step in steps {
+            let content = [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder.file("target-\(step)"))))
+            #expect(content == old || content == new, "target-\(step) holds \(content.count) bytes")
+        }
+        #expect(openDescriptorCount(inside: folder.path) == 0)
+    }
+
     @Test func aCloseWaitsForTheReadsMadeBeforeItAndLaterOnesFailWithEBADF() throws {
         // A read waiting on a FIFO holds a pool thread until the test writes; the close made meanwhile
         // must wait for it, or the descriptor's number could name another file by the time it reads.

@@ -158,6 +158,10 @@ public enum FileSystem {
     /// next to it, which is flushed to the disk (`fsync`) and then renamed over `path`. A crash leaves
     /// the old content or the new, never half of it.
     ///
+    /// Cancelling the future stops the work at its next step (it completes with
+    /// ``FutureError/aborted`` at once): the temporary file is removed, and `path` keeps its old
+    /// content unless the rename had already begun.
+    ///
     /// ```swift
     /// FileSystem.writeFile(at: "state.json", contents: Array(json.utf8)).onValue { print("saved") }
     /// ```
@@ -166,16 +170,38 @@ public enum FileSystem {
         at path: String, contents: [UInt8], permissions: Int32 = 0o644, on loop: EventLoop = .main
     ) -> Future<Void> {
         let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        return open(temporary, .createNew, permissions: permissions, on: loop)
-            .flatMap(on: .none) { file in
-                file.write(contents).flatMap(on: .none) { file.synchronize() }
-                    .flatMapResult(on: .none) { written in
-                        file.close().flatMap(on: .none) { () throws -> Future<Void> in
-                            try written.get()
-                            return rename(temporary, to: path, on: loop)
-                        }
+        // The steps are not cancelled from outside, which would drop them wherever they are (an open
+        // already running creates the file all the same): they look at this flag between steps.
+        let isCancelled = Locked(false)
+        @Sendable func checkNotCancelled() throws {
+            if isCancelled.withLock({ $0 }) { throw FutureError.aborted }
+        }
+        let steps = open(temporary, .createNew, permissions: permissions, on: loop)
+            .flatMap(on: .none) { file -> Future<Void> in
+                Future(()).flatMap(on: .none) { () throws -> Future<Void> in
+                    try checkNotCancelled()
+                    return file.write(contents)
+                }
+                .flatMap(on: .none) { () throws -> Future<Void> in
+                    try checkNotCancelled()
+                    return file.synchronize()
+                }
+                .flatMapResult(on: .none) { written in
+                    file.close().flatMap(on: .none) { () throws -> Future<Void> in
+                        try written.get()
+                        try checkNotCancelled()
+                        return rename(temporary, to: path, on: loop)
                     }
+                }
+                // Removed only once this call made it: a failed open may have met another's file.
+                .flatMapResult(on: .none) { result -> Future<Void> in
+                    guard case .failure(let error) = result else { return Future(()) }
+                    return removeFile(at: temporary, on: loop).flatMapResult(on: .none) { _ in Future(error: error) }
+                }
             }
-            .onError(on: .none) { _ in removeFile(at: temporary, on: loop) }
+        return Future<Void>(on: .none) { completion in
+            steps.onResult(on: .none, completion)
+            return Disposer { isCancelled.withLock { $0 = true } }
+        }
     }
 }
