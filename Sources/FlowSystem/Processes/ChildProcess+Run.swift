@@ -33,6 +33,12 @@ public enum ChildProcessError: Error, Hashable, CustomStringConvertible {
 extension ChildProcess {
     /// Runs a command to its end and collects what it wrote. Callable from any thread.
     ///
+    /// "Its end" is its exit and the end of its standard output and error: a process it started in the
+    /// background that keeps them open (`sleep 60 &` in a shell script) keeps the future pending until
+    /// that process closes them or exits too, as a shell's `$(...)` waits. Give such a process other
+    /// output (`> /dev/null`), or use ``spawn(_:arguments:environment:workingDirectory:standardInput:standardOutput:standardError:on:)``
+    /// and its ``ChildProcess/exit`` future.
+    ///
     /// ```swift
     /// ChildProcess.run("uname", arguments: ["-s"]).onValue { output in
     ///     print(output.outputText)   // Linux
