@@ -305,6 +305,8 @@ public final class Callbacker<Value: Sendable>: @unchecked Sendable {
             if !isDelivering, holeCount * 2 > registrations.count { compact() }
             return removed
         }
+        // Its last reference, dropped here, after the lock: the callback's captures may deinitialise
+        // objects that send into, or listen on, this same callbacker.
         _ = removed
     }
 
