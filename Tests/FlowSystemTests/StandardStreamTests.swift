@@ -47,4 +47,29 @@ struct StandardStreamTests {
         }
         #expect(failure.value == "descriptor \(descriptor) is a regular file, not a stream: read it with FileSystem")
     }
+
+    @Test func aDatagramSocketIsNotAStreamAndStaysTheCallers() throws {
+        // Read as a stream, a UDP socket would lose its datagrams' boundaries, and an empty datagram
+        // would read as the end.
+        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        #expect(descriptor >= 0)
+        defer { close(descriptor) }
+        let failures = Shared<[String]>([])
+        try runLoop { loop in
+            for attempt: () throws -> Void in [
+                { _ = try StandardStreams.open(descriptor: descriptor, on: loop) },
+                { _ = try PipeConnection.open(fileDescriptor: descriptor, on: loop) },
+            ] {
+                do {
+                    try attempt()
+                    failures.mutate { $0.append("opened") }
+                } catch {
+                    failures.mutate { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.value == Array(repeating: "EPROTOTYPE: protocol wrong type for socket", count: 2))
+        // Still open, and still the test's to close.
+        #expect(fcntl(descriptor, F_GETFD) >= 0)
+    }
 }

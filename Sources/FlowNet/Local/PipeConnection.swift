@@ -56,14 +56,19 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
         return attempt.connected.future(onCancel: { loop.inContext { attempt.cancel() } })
     }
 
-    /// Wraps a descriptor this process already has open (a pipe or a socket; for a terminal, see
-    /// FlowSystem's `StandardStreams`). The connection owns the descriptor from then on and closes it.
-    /// Loop context only.
+    /// Wraps a descriptor this process already has open (a pipe or a stream socket; for a terminal,
+    /// see FlowSystem's `StandardStreams`). The connection owns the descriptor from then on and closes
+    /// it; when this throws, the descriptor stays the caller's. Loop context only.
     ///
     /// ```swift
     /// let input = try PipeConnection.open(fileDescriptor: 0, on: .main)   // standard input, a pipe
     /// ```
+    ///
+    /// - Throws: libuv's error, or `EPROTOTYPE: protocol wrong type for socket` for a datagram (UDP)
+    ///   socket: read as a stream it would lose where its datagrams begin and end, and an empty
+    ///   datagram would read as the end of the stream. Use `UDPSocket` for datagrams.
     public static func open(fileDescriptor: Int32, on loop: EventLoop = .main) throws(EventLoopError) -> PipeConnection {
+        guard uv_guess_handle(fileDescriptor) != UV_UDP else { throw EventLoop.error(UV_EPROTOTYPE.rawValue) }
         let connection = try PipeConnection(loop: loop)
         let status = uv_pipe_open(connection.pipeHandle, fileDescriptor)
         guard status == 0 else {

@@ -49,7 +49,9 @@ public enum StandardStreams {
     }
 
     /// Any inherited descriptor as a stream, by what libuv finds it to be. The stream owns the
-    /// descriptor from then on. Loop context only.
+    /// descriptor from then on; when this throws, the descriptor stays the caller's. A regular file
+    /// throws ``StandardStreamError/notAStream(descriptor:)``, and a datagram (UDP) socket
+    /// `EPROTOTYPE: protocol wrong type for socket`. Loop context only.
     ///
     /// ```swift
     /// let extra = try StandardStreams.open(descriptor: 3)   // a pipe a parent passed as fd 3
