@@ -143,21 +143,14 @@ struct UDPTests {
             let socket = try! UDPSocket.bind(on: loop)
             let peer = try! SocketAddress(host: "127.0.0.1", port: 9)
             @Sendable func attemptEach() {
-                let attempts: [() throws -> Void] = [
+                let results = outcomes(of: [
                     { try socket.connect(to: peer) },
                     { try socket.setBroadcast(true) },
                     { try socket.setMulticastLoopback(false) },
                     { try socket.joinMulticastGroup("239.255.0.1") },
                     { try socket.leaveMulticastGroup("239.255.0.1") },
-                ]
-                for attempt in attempts {
-                    do {
-                        try attempt()
-                        failures.mutate { $0.append("done") }
-                    } catch {
-                        failures.mutate { $0.append("\(error)") }
-                    }
-                }
+                ])
+                failures.mutate { $0 += results }
             }
             // Closing (libuv has not called back yet), then closed (its memory is gone).
             socket.close().onValue { attemptEach() }
@@ -194,19 +187,11 @@ struct UDPTests {
         let failures = Shared<[String]>([])
         try runLoopCheckingHandles { loop in
             let socket = try! UDPSocket.bind(on: loop)
-            let attempts: [() throws -> Void] = [
+            failures.value = outcomes(of: [
                 { try socket.joinMulticastGroup("239.255.0.1\0") },
                 { try socket.joinMulticastGroup("239.255.0.1", interface: "0.0.0.0\0junk") },
                 { try socket.leaveMulticastGroup("239.255.0.1\0") },
-            ]
-            for attempt in attempts {
-                do {
-                    try attempt()
-                    failures.mutate { $0.append("done") }
-                } catch {
-                    failures.mutate { $0.append("\(error)") }
-                }
-            }
+            ])
             socket.close()
         }
         #expect(failures.value == Array(repeating: "EINVAL: invalid argument", count: 3))

@@ -56,17 +56,10 @@ struct StandardStreamTests {
         defer { close(descriptor) }
         let failures = Shared<[String]>([])
         try runLoop { loop in
-            for attempt: () throws -> Void in [
+            failures.value = outcomes(of: [
                 { _ = try StandardStreams.open(descriptor: descriptor, on: loop) },
                 { _ = try PipeConnection.open(fileDescriptor: descriptor, on: loop) },
-            ] {
-                do {
-                    try attempt()
-                    failures.mutate { $0.append("opened") }
-                } catch {
-                    failures.mutate { $0.append("\(error)") }
-                }
-            }
+            ], succeeded: "opened")
         }
         #expect(failures.value == Array(repeating: "EPROTOTYPE: protocol wrong type for socket", count: 2))
         // Still open, and still the test's to close.

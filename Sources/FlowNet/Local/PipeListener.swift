@@ -30,7 +30,7 @@ public final class PipeListener: @unchecked Sendable {
     /// descriptors, above all); reported through `FlowDiagnostics` as ``TCPListener``'s are. Loop
     /// context only.
     public var failedAcceptCount: Int { failedAccepts.count }
-    private var failedAccepts = FailedAccepts()
+    private var failedAccepts = FailureCount.accepts
 
     /// Listens at `path`. Loop context only.
     ///

@@ -28,25 +28,3 @@ extension StreamConnection {
         return connection
     }
 }
-
-/// The failed accepts of a listener (``TCPListener``, ``PipeListener``): counted, and reported through
-/// ``FlowDiagnostics`` at the 1st, 2nd, 4th, 8th, ... failure, since a process out of file descriptors
-/// fails every accept and its log must not drown. Loop context only, like the listener.
-struct FailedAccepts {
-    /// How many accepts failed.
-    private(set) var count = 0
-
-    /// Counts a failure; whether to report it.
-    mutating func countOne() -> Bool {
-        count += 1
-        return count & (count - 1) == 0
-    }
-
-    /// Reports the failure just counted, of the listener at `place` (its address or path, under
-    /// `placeKey`) on `loop`. Not mutating: the report's handler may read the listener's count.
-    func report(_ reason: String, loop: EventLoop, placeKey: String, place: String) {
-        FlowDiagnostics.report(
-            .warning, "accepting a connection failed: \(reason)",
-            metadata: ["loop": loop.name, placeKey: place, "failedAcceptCount": "\(count)"])
-    }
-}

@@ -45,7 +45,7 @@ public final class TCPListener: @unchecked Sendable {
     /// accepts and at once closes the pending ones with a descriptor it keeps in reserve, usually
     /// without reporting a failure at all.
     public var failedAcceptCount: Int { failedAccepts.count }
-    private var failedAccepts = FailedAccepts()
+    private var failedAccepts = FailureCount.accepts
 
     /// Listens on `host` and `port`, 0 for any free port. Loop context only.
     ///

@@ -246,7 +246,8 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     /// How many times receiving reported an error (see ``onReceiveError(_:)``). Loop context only.
-    public private(set) var failedReceiveCount = 0
+    public var failedReceiveCount: Int { failedReceives.count }
+    private var failedReceives = FailureCount(action: "receiving a datagram", countKey: "failedReceiveCount")
 
     /// The datagrams received from now on, as an `AsyncSequence` that ends when the socket closes. A
     /// consumer that falls behind loses the oldest of more than 1,024 waiting datagrams, as the kernel
@@ -292,14 +293,12 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     private func receiveFailed(_ status: Int32) {
-        failedReceiveCount += 1
+        let isReported = failedReceives.countOne()
         let error = EventLoop.error(status)
         if let errorHandler {
             errorHandler(error)
-        } else if failedReceiveCount & (failedReceiveCount - 1) == 0 {
-            FlowDiagnostics.report(
-                .warning, "receiving a datagram failed: \(error)",
-                metadata: ["loop": loop.name, "address": "\(localAddress)", "failedReceiveCount": "\(failedReceiveCount)"])
+        } else if isReported {
+            failedReceives.report("\(error)", loop: loop, placeKey: "address", place: "\(localAddress)")
         }
     }
 
