@@ -39,3 +39,12 @@ void flow_set_thread_name(const char *name) {
 }
 
 int flow_is_main_thread(void) { return syscall(SYS_gettid) == getpid(); }
+
+// libdispatch's C entry points, declared here rather than through <dispatch/dispatch.h>, which this
+// target does not see: the main queue is the exported `_dispatch_main_q` (what dispatch_get_main_queue()
+// names), and `dispatch_async_f` takes a plain function and context, so no block is allocated.
+struct dispatch_queue_s;
+extern struct dispatch_queue_s _dispatch_main_q;
+extern void dispatch_async_f(struct dispatch_queue_s *queue, void *context, void (*work)(void *));
+
+void flow_main_queue_async(void *context, void (*work)(void *)) { dispatch_async_f(&_dispatch_main_q, context, work); }

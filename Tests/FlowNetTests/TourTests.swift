@@ -20,6 +20,9 @@ struct TourTests {
         #expect(lines.contains("busy"))
         #expect(lines.contains("current value: 1, doubled: 2"))
         #expect(lines.contains("ticks: [0, 1, 2], on the main loop: true"))
+        #expect(sections.contains("== Swift 6 and the main actor"))
+        #expect(lines.contains("a callback and a task added to top-level state: total = 42"))
+        #expect(lines.contains("status changes seen on the main actor: [\"idle\", \"got 21\"]"))
         #expect(lines.contains("fill: true, fill again: false"))
         #expect(lines.last == "The tour is over: every step ran on the main loop, in order.")
     }

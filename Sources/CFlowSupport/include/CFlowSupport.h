@@ -23,6 +23,9 @@ void flow_retain_thread_context_until_exit(void *_Nonnull context);
 extern int _dispatch_get_main_queue_handle_4CF(void);
 extern void _dispatch_main_queue_callback_4CF(void *_Nullable message);
 
+/// Queues `work(context)` on the Dispatch main queue (`dispatch_async_f`), without allocating a block.
+void flow_main_queue_async(void *_Nullable context, void (*_Nonnull work)(void *_Nullable));
+
 /// Whether the calling thread is the process's first thread.
 int flow_is_main_thread(void);
 

@@ -10,19 +10,27 @@ extension Future {
     /// ```swift
     /// let user = try await fetchUser(id: 42).get()
     /// ```
-    public final func get() async throws -> Value {
+    ///
+    /// The wait runs on the caller's executor and resumes there directly: a `@MainActor` task that
+    /// awaits a future completed on the main loop goes on in that loop's turn, with no hop through
+    /// the global pool. While a main-actor caller waits, the main loop is kept alive, so
+    /// ``EventLoop/run()`` does not return before the task has its result.
+    public final nonisolated(nonsending) func get() async throws -> Value {
         try await wait(cancellingFuture: false)
     }
 
     /// Waits for the future like ``get()``; if the awaiting task is cancelled, also cancels the
     /// future (which, like ``cancel()``, is ignored while other continuations observe it).
-    public final func getCancellingFuture() async throws -> Value {
+    public final nonisolated(nonsending) func getCancellingFuture() async throws -> Value {
         try await wait(cancellingFuture: true)
     }
 
-    private func wait(cancellingFuture: Bool) async throws -> Value {
+    private nonisolated(nonsending) func wait(cancellingFuture: Bool) async throws -> Value {
         if let result { return try result.get() }
         let waiter = AsyncWaiter<Value>()
+        // A main-actor waiter is main-loop work still to come: `run()` must not return before it.
+        let mainLoopKeepAlive = #isolation === MainActor.shared ? EventLoop.main.keepAlive() : nil
+        defer { mainLoopKeepAlive?.dispose() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 waiter.setContinuation(continuation)

@@ -199,9 +199,16 @@ public final class EventLoop: @unchecked Sendable {
                 uv_run(uvLoop, UV_RUN_DEFAULT)
                 loopIsInsideRun = false
                 if isStopRequested.exchange(false, ordering: .acquiringAndReleasing) { break }
-                // libuv found nothing to wait for; work submitted meanwhile must still run.
-                guard hasQueuedWork else { break }
-                drainSubmittedWork()
+                // libuv found nothing to wait for; work queued meanwhile must still run: the loop's
+                // own, and for the main loop the main queue's (a main-actor task resumed by the last
+                // callback, work submitted from another thread), which does not keep libuv alive.
+                if loopMainQueueHasWork {
+                    loopDrainMainQueue()
+                } else if hasQueuedWork {
+                    drainSubmittedWork()
+                } else {
+                    break
+                }
             }
             detachMainQueueDrain()
             mainQueueEmbedding?.resume()
@@ -349,10 +356,35 @@ public final class EventLoop: @unchecked Sendable {
         defer { submissions.lock.unlock() }
         guard !submissions.lockedState.isClosed else { throw EventLoopError.closed }
         submissions.lockedState.jobs.append(job)
-        // libuv coalesces wake-ups, and the drain takes everything queued: only the first job of a
-        // batch wakes the loop. Sent under the lock, like `wake()`, so never after `close()`.
-        if submissions.lockedState.jobs.count == 1 {
+        if isMainLoop {
+            // The main loop, the main queue and the main actor are one serial context: each job from
+            // another thread takes its own place in the main queue (whose order main-actor jobs share),
+            // and that block runs it. Queued under the lock, so the blocks come in the jobs' order.
+            flow_main_queue_async(Unmanaged.passUnretained(self).toOpaque()) { opaqueLoop in
+                Unmanaged<EventLoop>.fromOpaque(opaqueLoop!).takeUnretainedValue().runNextSubmissionFromMainQueue()
+            }
+        } else if submissions.lockedState.jobs.count == 1 {
+            // libuv coalesces wake-ups, and the drain takes everything queued: only the first job of a
+            // batch wakes the loop. Sent under the lock, like `wake()`, so never after `close()`.
             uv_async_send(wakeHandle)
+        }
+    }
+
+    /// Runs, as a block of the main queue, the oldest job other threads submitted to the main loop.
+    ///
+    /// Submissions to ``EventLoop/main`` from other threads do not wake the loop through its own
+    /// handle: each is one block of `DispatchQueue.main`, so it runs where the submitting thread put it
+    /// among its main-queue blocks and main-actor jobs. Whoever drives the main context runs the block:
+    /// the loop's main-queue drain inside ``run()``, or Dispatch. ``close()`` runs what is left, and
+    /// the blocks that come later find nothing. (The main loop lives for the whole program, so the
+    /// blocks hold it unretained.)
+    private func runNextSubmissionFromMainQueue() {
+        submissions.lock.lock()
+        let work = submissions.lockedState.jobs.popFirst()
+        submissions.lock.unlock()
+        guard let work else { return }
+        ThreadContext.current.run(as: scheduler, loop: self) {
+            work.run(on: self)
         }
     }
 
@@ -370,17 +402,40 @@ public final class EventLoop: @unchecked Sendable {
         !loopJobs.isEmpty || !submissions.withLock { $0.jobs.isEmpty } || isStopRequested.load(ordering: .relaxed)
     }
 
+    /// Whether the main queue holds blocks (main-actor jobs, work submitted to the main loop from other
+    /// threads, `DispatchQueue.main` blocks): libdispatch makes its main-queue eventfd readable until
+    /// they are drained. Main thread only, while the loop watches that eventfd.
+    private var loopMainQueueHasWork: Bool {
+        guard let poll = loopMainQueueDrain else { return false }
+        if !submissions.withLock({ $0.jobs.isEmpty }) { return true }
+        var descriptor = pollfd(fd: poll.pointee.io_watcher.fd, events: Int16(POLLIN), revents: 0)
+        return Glibc.poll(&descriptor, 1, 0) > 0
+    }
+
+    /// Runs the main queue's blocks now, in the main loop's context.
+    private func loopDrainMainQueue() {
+        guard let poll = loopMainQueueDrain else { return }
+        var counter: UInt64 = 0
+        _ = read(poll.pointee.io_watcher.fd, &counter, MemoryLayout<UInt64>.size)
+        _dispatch_main_queue_callback_4CF(nil)
+    }
+
     /// Runs what other threads submitted, then what the loop queued for itself. Work the loop queues
     /// while this runs waits for the next turn, so a job that keeps re-queueing itself cannot starve I/O.
-    private func drainSubmittedWork() {
+    ///
+    /// The main loop's submissions are left to their blocks of the main queue (see
+    /// `drainSubmissionsFromMainQueue`), except when closing, where everything runs now.
+    private func drainSubmittedWork(includingMainQueueSubmissions: Bool = false) {
         if isStopRequested.load(ordering: .relaxed), loopIsInsideRun {
             uv_stop(uvLoop)
         }
         reconcileKeepAlive()
         loopIsDraining = true
-        submissions.withLock { swap(&$0.jobs, &loopSpareBatch) }
-        while let work = loopSpareBatch.popFirst() {
-            work.run(on: self)
+        if !isMainLoop || includingMainQueueSubmissions {
+            submissions.withLock { swap(&$0.jobs, &loopSpareBatch) }
+            while let work = loopSpareBatch.popFirst() {
+                work.run(on: self)
+            }
         }
         var budget = EventLoop.jobsPerDrain
         while budget > 0, let work = loopJobs.popFirst() {
@@ -542,16 +597,13 @@ public final class EventLoop: @unchecked Sendable {
         uv_poll_init(uvLoop, poll, fd)
         poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         uv_poll_start(poll, Int32(UV_READABLE.rawValue)) { handle, _, _ in
-            guard let handle else { return }
-            var counter: UInt64 = 0
-            _ = read(Int32(handle.pointee.io_watcher.fd), &counter, MemoryLayout<UInt64>.size)
-            _dispatch_main_queue_callback_4CF(nil)
+            EventLoop.owner(of: handle).loopDrainMainQueue()
         }
         // Main-queue work alone does not keep the loop running, like the wake-up handle.
         uv_unref(UnsafeMutableRawPointer(poll).assumingMemoryBound(to: uv_handle_t.self))
         loopMainQueueDrain = poll
         // Work queued before the loop started.
-        _dispatch_main_queue_callback_4CF(nil)
+        loopDrainMainQueue()
     }
 
     private func detachMainQueueDrain() {
@@ -576,7 +628,7 @@ public final class EventLoop: @unchecked Sendable {
     ///   thread and main queue.
     public func close() throws(EventLoopError) {
         if isMainLoop, !MainThread.isMainContext(ThreadContext.current) { throw .mainLoopOffMainThread }
-        if isInLoopContext && loopIsInsideRun { throw .closedFromInsideTheLoop }
+        if isRunningItsWorkOnThisThread || (isInLoopContext && loopIsInsideRun) { throw .closedFromInsideTheLoop }
         let (exchanged, found) = lifecycle.compareExchange(
             expected: Lifecycle.idle, desired: Lifecycle.closing, ordering: .acquiringAndReleasing)
         guard exchanged else {
@@ -587,10 +639,10 @@ public final class EventLoop: @unchecked Sendable {
             // Work submitted before the close runs; nothing submitted is silently dropped.
             while hasQueuedWork {
                 isStopRequested.store(false, ordering: .relaxed)
-                drainSubmittedWork()
+                drainSubmittedWork(includingMainQueueSubmissions: true)
             }
             submissions.withLock { $0.isClosed = true }
-            drainSubmittedWork()
+            drainSubmittedWork(includingMainQueueSubmissions: true)
             for work in loopDeadlines.removeAll() {
                 work.state.store(ScheduledWork.cancelled, ordering: .releasing)
                 work.job = nil

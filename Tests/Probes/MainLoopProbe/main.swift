@@ -3,6 +3,7 @@
 import Dispatch
 import Flow
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -13,6 +14,19 @@ func say(_ line: String) {
     let text = line + "\n"
     _ = text.withCString { write(1, $0, strlen($0)) }
 }
+/// Steps recorded from the main context, read once at the end.
+final class StepLog: Sendable {
+    private let recorded = Mutex<[Int]>([])
+    func append(_ step: Int) -> Int { recorded.withLock { $0.append(step); return $0.count } }
+    var steps: [Int] { recorded.withLock { $0 } }
+}
+
+/// An actor whose executor is the main loop.
+actor MainLoopPinned {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { EventLoop.main.asUnownedSerialExecutor() }
+    func check() -> String { MainActor.assumeIsolated { "isolated to the main actor" } }
+}
+
 let scenario = CommandLine.arguments.dropFirst().first ?? "run"
 
 switch scenario {
@@ -65,6 +79,85 @@ case "runOffMainThread":
     try EventLoop.main.run()
     keepAlive.dispose()
     say("run returned after stop()")
+case "orderRun", "orderDispatchMain":
+    // One background thread submits to Scheduler.main, DispatchQueue.main and the main actor in turn;
+    // the main context must run them in that order, whichever driver serves it.
+    let rounds = 3000
+    let seen = StepLog()
+    let finished = DispatchSemaphore(value: 0)
+    @Sendable func record(_ step: Int) {
+        precondition(MainActor.assumeIsolated { true })
+        let count = seen.append(step)
+        if count == rounds * 3 { finished.signal() }
+    }
+    @Sendable func report() {
+        let steps = seen.steps
+        let outOfOrder = zip(steps, steps.dropFirst()).filter { $0.0 + 1 != $0.1 }.count
+        say("ordered steps: \(steps.count), out of order: \(outOfOrder)")
+        say("first: \(steps.prefix(24).map { "\($0 % 3 == 0 ? "S" : $0 % 3 == 1 ? "Q" : "T")\($0 / 3)" })")
+    }
+    let keepAlive = EventLoop.main.keepAlive()
+    DispatchQueue.global().async {
+        for round in 0..<rounds {
+            Scheduler.main.async { record(round * 3) }
+            DispatchQueue.main.async { record(round * 3 + 1) }
+            Task { @MainActor in record(round * 3 + 2) }
+        }
+        finished.wait()
+        Scheduler.main.async {
+            report()
+            keepAlive.dispose()
+            if scenario == "orderDispatchMain" { exit(0) }
+        }
+    }
+    if scenario == "orderRun" {
+        try EventLoop.main.run()
+        say("run returned")
+    } else {
+        dispatchMain()
+    }
+case "mainActorTaskBeforeRunReturns":
+    // A @MainActor task resumed by a future's completion is main-context work that run() must run:
+    // each round, run() returns only after the task printed. Rounds, because a lost task was a race.
+    let rounds = 20
+    let finished = StepLog()
+    var roundsInTime = 0
+    for round in 0..<rounds {
+        let delayed = Future(round).delay(by: 0.002)
+        Task { @MainActor in
+            let value = try await delayed.get()
+            _ = finished.append(value)
+        }
+        try EventLoop.main.run()
+        if finished.steps.count == round + 1 { roundsInTime += 1 }
+    }
+    say("main-actor tasks finished before run() returned: \(roundsInTime) of \(rounds)")
+case "assumeIsolatedRun", "assumeIsolatedDispatchMain":
+    // Work the main loop runs is main-actor work: MainActor.assumeIsolated holds in each kind of it.
+    let keepAlive = EventLoop.main.keepAlive()
+    Task.detached {
+        let onMainLoop = await MainLoopPinned().check()
+        say("actor pinned to the main loop: \(onMainLoop)")
+        let fromFuture = try await Future(on: .main) { MainActor.assumeIsolated { "future body on main actor" } }.get()
+        say(fromFuture)
+        let hopped = await withCheckedContinuation { continuation in
+            Scheduler.main.async {
+                continuation.resume(returning: MainActor.assumeIsolated { "main scheduler work on main actor" })
+            }
+        }
+        say(hopped)
+        Scheduler.main.async(after: 0.01) {
+            say(MainActor.assumeIsolated { "main timer on main actor, main thread: \(Thread.isMainThread)" })
+            keepAlive.dispose()
+            if scenario == "assumeIsolatedDispatchMain" { exit(0) }
+        }
+    }
+    if scenario == "assumeIsolatedRun" {
+        try EventLoop.main.run()
+        say("run returned")
+    } else {
+        dispatchMain()
+    }
 case "executeOnClosedLoop":
     let loop = EventLoop(name: "probe")
     try loop.close()
