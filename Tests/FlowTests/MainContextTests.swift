@@ -95,4 +95,52 @@ struct MainContextTests {
         }
         #expect(isolated)
     }
+
+    @MainActor
+    @Test("callbacks given on: .mainActor update main-actor state from futures and signals, with no box")
+    func mainActorCallbacksUpdateMainActorState() async throws {
+        let model = MainActorModel()
+        let bag = DisposeBag()
+        let signal = ReadWriteSignal(0)
+        bag += signal.onValue(on: .mainActor) { model.log.append("signal \($0)") }
+        // Completed on another loop's thread: the callbacks still run on the main loop, as the main actor.
+        let loop = EventLoop.startOnNewThread(name: "test.mainActorCallbacks")
+        defer { loop.shutdown() }
+        let value = Future<Int>(on: loop.scheduler) { completion in
+            loop.execute { completion(.success(20)) }
+            return NilDisposer()
+        }
+        let chained = value
+            .onValue(on: .mainActor) { model.log.append("onValue \($0)") }
+            .onResult(on: .mainActor) { model.log.append("onResult \((try? $0.get()) ?? -1)") }
+            .map(on: .mainActor) { value -> Int in
+                model.log.append("map")
+                signal.value = 1
+                return value + 1
+            }
+            .flatMap(on: .mainActor) { value -> Future<Int> in
+                model.log.append("flatMap")
+                return Future(value + 1)
+            }
+            .always(on: .mainActor) { model.log.append("always") }
+        #expect(try await chained.get() == 22)
+        #expect(model.log == ["onValue 20", "onResult 20", "map", "signal 1", "flatMap", "always"])
+        #expect(model.everyEntryWasOnTheMainLoop)
+
+        let failed = Future<Int>(error: FutureError.aborted).onError(on: .mainActor) { _ in model.log.append("onError") }
+        _ = try? await failed.get()
+        let pending = Future<Int>(.forever).onCancel(on: .mainActor) { model.log.append("onCancel") }
+        pending.cancel()
+        await Task.yield()
+        #expect(model.log.suffix(2) == ["onError", "onCancel"])
+    }
+}
+
+/// Main-actor state of the kind Swift 6 code keeps: not `Sendable`, only reachable from the main actor.
+@MainActor
+final class MainActorModel {
+    var log: [String] = [] {
+        didSet { everyEntryWasOnTheMainLoop = everyEntryWasOnTheMainLoop && Scheduler.main.isExecuting }
+    }
+    private(set) var everyEntryWasOnTheMainLoop = true
 }

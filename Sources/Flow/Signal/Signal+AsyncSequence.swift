@@ -50,6 +50,12 @@ public struct SignalValues<Value: Sendable>: AsyncSequence, Sendable {
         public mutating func next() async -> Value? {
             await base.next()
         }
+
+        /// The next value, waited for on the caller's actor, so a `for await` loop on the main actor
+        /// resumes there directly, with no hop through the global pool.
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Value? {
+            await base.next(isolation: actor)
+        }
     }
 
     /// Stops listening when the iterator holding it goes away (a `break` out of the loop).
