@@ -140,6 +140,44 @@ enum FlowWorkloads {
         }
     }
 
+    // MARK: P5-main: tasks posted to the main loop from another thread, while run() drives it
+
+    /// Another thread posts to `EventLoop.main` while the main thread is in `EventLoop.main.run()`:
+    /// each post is one block of the main queue (the main loop, the main queue and the main actor are
+    /// one serial context), which the loop drains.
+    static func postToMainFromThread(_ reporter: Reporter) {
+        reporter.measure("ns/task", operations: 1_000_000) { count, stopwatch in
+            measureMainLoopPosts(count: count, stopwatch: stopwatch) { EventLoop.main.execute($0) }
+        }
+    }
+
+    /// The reference: the same thread posts `DispatchQueue.main.async` blocks, which the same
+    /// `run()` drains.
+    static func postToMainQueueFromThread(_ reporter: Reporter) {
+        reporter.measure("ns/task", operations: 1_000_000) { count, stopwatch in
+            measureMainLoopPosts(count: count, stopwatch: stopwatch) { DispatchQueue.main.async(execute: $0) }
+        }
+    }
+
+    private static func measureMainLoopPosts(
+        count: Int, stopwatch: Stopwatch, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+    ) {
+        Shared.taskCounter = 0
+        let keepAlive = EventLoop.main.keepAlive()
+        DispatchQueue.global().async {
+            stopwatch.start()
+            for _ in 0..<count {
+                post { Shared.taskCounter &+= 1 }
+            }
+            post {
+                stopwatch.stop()
+                keepAlive.dispose()
+            }
+        }
+        try! EventLoop.main.run()
+        guard Shared.taskCounter == count else { fatalError("P5-main: lost tasks") }
+    }
+
     // MARK: P6: tasks posted on the loop
 
     static func postOnLoop(_ reporter: Reporter) {

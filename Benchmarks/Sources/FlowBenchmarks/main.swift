@@ -16,6 +16,7 @@ let workloads: [String: [String: Workload]] = [
         "flow": FlowWorkloads.postFromThread, "nio": NIOWorkloads.postFromThread,
         "libuv": ReferenceWorkloads.libuvPostFromThread, "dispatch": ReferenceWorkloads.dispatchPostFromThread,
     ],
+    "P5-main": ["flow": FlowWorkloads.postToMainFromThread, "dispatch": FlowWorkloads.postToMainQueueFromThread],
     "P6": [
         "flow": FlowWorkloads.postOnLoop, "nio": NIOWorkloads.postOnLoop, "libuv": ReferenceWorkloads.libuvPostOnLoop,
     ],
