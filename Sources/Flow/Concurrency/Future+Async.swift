@@ -11,10 +11,9 @@ extension Future {
     /// let user = try await fetchUser(id: 42).get()
     /// ```
     ///
-    /// The wait runs on the caller's executor and resumes there directly: a `@MainActor` task that
-    /// awaits a future completed on the main loop goes on in that loop's turn, with no hop through
-    /// the global pool. While a main-actor caller waits, the main loop is kept alive, so
-    /// ``EventLoop/run()`` does not return before the task has its result.
+    /// The wait runs on the caller's executor. While a main-actor caller waits, the main loop is kept
+    /// alive until the caller runs again, so ``EventLoop/run()`` does not return before a `@MainActor`
+    /// task has its result.
     public final nonisolated(nonsending) func get() async throws -> Value {
         try await wait(cancellingFuture: false)
     }
@@ -28,10 +27,23 @@ extension Future {
     private nonisolated(nonsending) func wait(cancellingFuture: Bool) async throws -> Value {
         if let result { return try result.get() }
         let waiter = AsyncWaiter<Value>()
-        // A main-actor waiter is main-loop work still to come: `run()` must not return before it.
-        let mainLoopKeepAlive = #isolation === MainActor.shared ? EventLoop.main.keepAlive() : nil
-        defer { mainLoopKeepAlive?.dispose() }
-        return try await withTaskCancellationHandler {
+        // A main-actor waiter is main-loop work still to come: `run()` must not return before it has
+        // run again. (Released by hand, not with `defer`: Swift 6.3's optimizer miscompiles that here.)
+        let mainLoopKeepAlive = isMainActor(#isolation) ? EventLoop.main.keepAlive() : nil
+        do {
+            let value = try await waitForResult(of: waiter, cancellingFuture: cancellingFuture)
+            mainLoopKeepAlive?.dispose()
+            return value
+        } catch {
+            mainLoopKeepAlive?.dispose()
+            throw error
+        }
+    }
+
+    private nonisolated(nonsending) func waitForResult(
+        of waiter: AsyncWaiter<Value>, cancellingFuture: Bool
+    ) async throws -> Value {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 waiter.setContinuation(continuation)
                 addListener(waiter)
@@ -139,4 +151,9 @@ private final class AsyncWaiter<Value: Sendable>: FutureListener, Sendable {
     func futureDidComplete(_ result: Result<Value>) {
         resume(with: result)
     }
+}
+
+/// Whether `isolation` is the main actor.
+private func isMainActor(_ isolation: (any Actor)?) -> Bool {
+    isolation is MainActor
 }

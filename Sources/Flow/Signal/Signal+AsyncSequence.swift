@@ -51,8 +51,7 @@ public struct SignalValues<Value: Sendable>: AsyncSequence, Sendable {
             await base.next()
         }
 
-        /// The next value, waited for on the caller's actor, so a `for await` loop on the main actor
-        /// resumes there directly, with no hop through the global pool.
+        /// The next value, waited for on the caller's actor (a `for await` loop's own).
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Value? {
             await base.next(isolation: actor)
         }
