@@ -29,7 +29,8 @@ extension Future {
         let waiter = AsyncWaiter<Value>()
         // A main-actor waiter is main-loop work still to come: `run()` must not return before it has
         // run again. (Released by hand, not with `defer`: Swift 6.3's optimizer miscompiles that here.)
-        let mainLoopKeepAlive = isMainActor(#isolation) ? EventLoop.main.keepAlive() : nil
+        let mainLoopKeepAlive = isMainActor(#isolation)
+            ? EventLoop.main.keepAlive(summary: "a main-actor task awaits a future (Future.get())") : nil
         do {
             let value = try await waitForResult(of: waiter, cancellingFuture: cancellingFuture)
             mainLoopKeepAlive?.dispose()

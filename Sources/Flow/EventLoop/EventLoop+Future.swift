@@ -12,7 +12,7 @@ extension EventLoop {
     @discardableResult
     public func run<Value>(until future: Future<Value>) throws -> Value {
         if let result = future.result { return try result.get() }
-        let keepAlive = self.keepAlive()
+        let keepAlive = self.keepAlive(summary: "run(until:) waits for a future")
         future.onResult(on: .none) { [self] _ in
             keepAlive.dispose()
             stop()

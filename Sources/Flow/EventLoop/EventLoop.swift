@@ -80,6 +80,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private let submissions = Locked(Submissions())
+    /// Named handles and keep-alive tokens, for ``activeResources()``.
+    let resourceRegistry = Locked(LoopResourceRegistry())
     private let lifecycle = Atomic<Int>(Lifecycle.idle)
     private let keepAliveCount = Atomic<Int>(0)
     private let isStopRequested = Atomic<Bool>(false)
@@ -160,7 +162,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Servers that outgrow one core run one such loop per core.
     public static func startOnNewThread(name: String = "flow.loop") -> EventLoop {
         let loop = EventLoop(name: name)
-        let keepAlive = loop.keepAlive()
+        let keepAlive = loop.keepAlive(summary: "the loop's own thread runs it until shutdown()")
         let thread = LoopThread(loop: loop, keepAlive: keepAlive)
         loop.ownThread.withLock { $0 = thread }
         thread.start()
@@ -229,11 +231,24 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Keeps ``run()`` from returning for lack of work until the returned disposable is disposed (or
     /// released): for a loop that waits for work other threads will send, or a pending ``run(until:)``.
-    /// Callable from any thread.
-    public func keepAlive() -> Disposable {
+    /// Callable from any thread. ``activeResources()`` lists the token, and in debug builds where it
+    /// was made (`file`, `line`: the caller's by default).
+    public func keepAlive(file: StaticString = #fileID, line: UInt = #line) -> Disposable {
+        keepAlive(resource: LoopResource(
+            kind: .keepAliveToken, summary: "not yet disposed", creationSite: LoopResource.site(file: file, line: line)))
+    }
+
+    /// A keep-alive token the library takes for its own reasons, listed with `summary`.
+    func keepAlive(summary: String) -> Disposable {
+        keepAlive(resource: LoopResource(kind: .keepAliveToken, summary: summary))
+    }
+
+    private func keepAlive(resource: LoopResource) -> Disposable {
+        let token = rememberKeepAlive(resource)
         keepAliveCount.add(1, ordering: .relaxed)
         nudgeKeepAlive()
         return Disposer { [self] in
+            forgetKeepAlive(token)
             keepAliveCount.subtract(1, ordering: .relaxed)
             nudgeKeepAlive()
         }
@@ -396,6 +411,30 @@ public final class EventLoop: @unchecked Sendable {
                 uv_async_send(wakeHandle)
             }
         }
+    }
+
+    /// How many jobs wait to run: the loop's own and those submitted from other threads.
+    var queuedWorkCount: Int {
+        loopJobs.count + submissions.withLock { $0.jobs.count }
+    }
+
+    /// The pending deadlines, in a few words, or `nil` when there are none. Loop context only.
+    var pendingDeadlineSummary: String? {
+        guard let earliest = loopDeadlines.earliest else { return nil }
+        let now = uv_hrtime()
+        let milliseconds = earliest.deadline > now ? (earliest.deadline - now) / 1_000_000 : 0
+        let count = loopDeadlines.count
+        return "\(count) pending, the next due in \(milliseconds) ms"
+    }
+
+    /// The handles the loop itself owns, whose work ``activeResources()`` reports in other terms.
+    var loopOwnHandles: Set<UInt> {
+        var handles: Set<UInt> = [
+            UInt(bitPattern: UnsafeMutableRawPointer(wakeHandle)), UInt(bitPattern: UnsafeMutableRawPointer(deadlineTimer)),
+            UInt(bitPattern: UnsafeMutableRawPointer(drainHandle)),
+        ]
+        if let poll = loopMainQueueDrain { handles.insert(UInt(bitPattern: UnsafeMutableRawPointer(poll))) }
+        return handles
     }
 
     var hasQueuedWork: Bool {
