@@ -132,4 +132,93 @@ struct SignalEndReleaseTests {
         #expect(live.alive == 0)
         disposable.dispose()
     }
+    @Test("a finite signal that ends inside its producer releases the producer's and the listener's captures")
+    func endInsideTheProducer() {
+        onTestScheduler {
+            let live = LiveObjects()
+            let bag = DisposeBag()
+            let values = Shared(0)
+            do {
+                let inProducer = live.make()
+                let inListener = live.make()
+                bag += FiniteSignal<Int>(onEvent: { callback in
+                    inProducer.touch()
+                    callback(.end)
+                    return NilDisposer()
+                }).onValue { _ in
+                    inListener.touch()
+                    values.mutate { $0 += 1 }
+                }
+            }
+            #expect(live.alive == 0)
+            #expect(values.value == 0)
+            bag.dispose()
+        }
+    }
+
+    @Test("transforms before take(first:) and after it let go of their closures once it ends")
+    func transformsAroundTake() {
+        onTestScheduler {
+            let live = LiveObjects()
+            let bag = DisposeBag()
+            let collected = Recorder<[Int]>()
+            do {
+                let inAtValue = live.make()
+                let inListener = live.make()
+                bag += [1, 2, 3, 4].signal().atValue { _ in inAtValue.touch() }.take(first: 2).collect().onValue {
+                    inListener.touch()
+                    collected.append($0)
+                }
+            }
+            #expect(collected.elements == [[1, 2]])
+            #expect(live.alive == 0)
+            bag.dispose()
+        }
+    }
+
+    @Test("a map before onFirstValue lets go of its closure with the listener's, after the first value")
+    func mapBeforeOnFirstValue() {
+        onTestScheduler {
+            let live = LiveObjects()
+            let callbacker = Callbacker<Int>()
+            let bag = DisposeBag()
+            let firsts = Recorder<Int>()
+            do {
+                let inMap = live.make()
+                let inListener = live.make()
+                bag += Signal(callbacker: callbacker).map { value -> Int in
+                    inMap.touch()
+                    return value * 5
+                }.onFirstValue { value in
+                    inListener.touch()
+                    firsts.append(value)
+                }
+            }
+            callbacker.callAll(with: 2)
+            #expect(firsts.elements == [10])
+            #expect(live.alive == 0)
+            bag.dispose()
+        }
+    }
+
+    @Test("a listener that never sees an end keeps its closures while its disposable is held")
+    func noEndNoRelease() {
+        onTestScheduler {
+            let live = LiveObjects()
+            let callbacker = Callbacker<Int>()
+            let bag = DisposeBag()
+            do {
+                let inMap = live.make()
+                let inListener = live.make()
+                bag += Signal(callbacker: callbacker).map { value -> Int in
+                    inMap.touch()
+                    return value * 5
+                }.onValue { _ in inListener.touch() }
+            }
+            callbacker.callAll(with: 2)
+            #expect(live.alive == 2)
+            bag.dispose()
+            #expect(live.alive == 0)
+        }
+    }
 }

@@ -1,0 +1,242 @@
+// Signal behaviours Flow's own tests pin (recursion, sharing, start(with:), readable transforms),
+// written as Flow code writes them, in Swift 5 mode: captured `var`s, values sent from callbacks.
+import Flow
+import XCTest
+
+final class FlowSignalBehaviourCodeTests: XCTestCase {
+    func testTakeWithValuesSentFromTheCallback() {
+        let callbacker = Callbacker<Int>()
+        var result = [Int]()
+        let bag = DisposeBag()
+        bag += Signal(callbacker: callbacker).take(first: 4).onValue { value in
+            result.append(value)
+            callbacker.callAll(with: value + 1)
+        }
+        callbacker.callAll(with: 1)
+        XCTAssertEqual(result, [1, 2, 3, 4])
+        bag.dispose()
+    }
+
+    func testCombineLatestWrittenFromItsOwnCallback() {
+        let first = ReadWriteSignal(0)
+        let second = ReadWriteSignal(10)
+        var sums = [Int]()
+        let bag = DisposeBag()
+        bag += combineLatest(first, second).atOnce().take(first: 5).onValue { a, b in
+            sums.append(a + b)
+            first.value += 1
+            second.value += 10
+        }
+        XCTAssertEqual(sums, [10, 11, 12, 13, 14])
+        bag.dispose()
+    }
+
+    func testCombineLatestOfTakesWrittenFromItsOwnCallback() {
+        let first = ReadWriteSignal(0)
+        let second = ReadWriteSignal(10)
+        var sums = [Int]()
+        let bag = DisposeBag()
+        bag += combineLatest(first.atOnce().take(first: 3), second.atOnce().take(first: 3)).onValue { a, b in
+            sums.append(a + b)
+            first.value += 1
+            second.value += 10
+        }
+        XCTAssertEqual(sums, [10, 11, 12])
+        bag.dispose()
+    }
+
+    func testStartWithOrder() {
+        let property = ReadWriteSignal(0)
+        let bag = DisposeBag()
+        var values = [Int]()
+        bag += property.map { $0 + 2 }.start(with: 2).start(with: 1).map { $0 * 2 }.onValue { values.append($0) }
+        XCTAssertEqual(values, [2, 4])
+        property.value = 1
+        XCTAssertEqual(values, [2, 4, 6])
+        bag.dispose()
+    }
+
+    func testReusingAStartWithSignal() {
+        let property = ReadWriteSignal(0)
+        let bag = DisposeBag()
+        let signal = property.map { $0 + 2 }.start(with: 1).start(with: 2)
+        var total = 0
+        bag += signal.onValue { total += $0 * 2 }
+        bag += signal.onValue { total += $0 * 3 }
+        XCTAssertEqual(total, 2 + 4 + 3 + 6)
+        property.value = 1
+        XCTAssertEqual(total, 2 + 4 + 3 + 6 + 6 + 9)
+        bag.dispose()
+
+        total = 0
+        property.value = 0
+        bag += signal.onValue { total += $0 * 2 }
+        bag += signal.onValue { total += $0 * 3 }
+        XCTAssertEqual(total, 2 + 4 + 3 + 6)
+        bag.dispose()
+    }
+
+    func testReadableInitialThenAtOnce() {
+        var result = [Int]()
+        let bag = DisposeBag()
+        bag += [1, 2, 3].signal().plain().readable(initial: 0).atOnce().onValue { result.append($0) }
+        XCTAssertEqual(result, [0, 1, 2, 3])
+        bag.dispose()
+    }
+
+    func testAtOnceListenedTwice() {
+        let property = ReadWriteSignal(1)
+        let bag = DisposeBag()
+        var total = 0
+        let signal = property.atOnce()
+        bag += signal.onValue { total += $0 }
+        property.value = 2
+        bag += signal.onValue { total += $0 }
+        XCTAssertEqual(total, 1 + 2 + 2)
+        bag.dispose()
+    }
+
+    func testAtOnceInsideAListener() {
+        let outer = ReadWriteSignal(0)
+        let bag = DisposeBag()
+        var total = 0
+        bag += outer.onValue { value in
+            let inner = ReadWriteSignal(1)
+            XCTAssertEqual(total, 0)
+            bag += inner.atOnce().onValue { total += $0 }
+            XCTAssertEqual(total, 1)
+            total += value
+        }
+        outer.value = 1
+        XCTAssertEqual(total, 2)
+        bag.dispose()
+    }
+
+    func testDistinctOfAReadableSignal() {
+        let property = ReadWriteSignal(1)
+        let bag = DisposeBag()
+        var total = 0
+        let signal = property.distinct()
+        bag += signal.atOnce().onValue { total += $0 }
+        for value in [1, 1, 2, 2, 3] {
+            property.value = value
+            XCTAssertEqual(signal.value, value)
+        }
+        XCTAssertEqual(total, 1 + 2 + 3)
+        bag.dispose()
+    }
+
+    func testCombineLatestMappedWhileWritingTheFirstSignal() {
+        let a = ReadWriteSignal(1)
+        let b = ReadWriteSignal(10)
+        var result = [Int]()
+        let bag = DisposeBag()
+        bag += combineLatest(a, b).map { first, second -> (Int, Int) in
+            if first == 1 { a.value = 2 }
+            return (first, second)
+        }.atOnce().onValue { first, second in
+            result.append(first)
+            result.append(second)
+        }
+        XCTAssertEqual(result, [1, 10, 2, 10])
+        bag.dispose()
+    }
+
+    func testCombineLatestMappedWhileWritingTheSecondSignal() {
+        let a = ReadWriteSignal(1)
+        let b = ReadWriteSignal(10)
+        var result = [Int]()
+        let bag = DisposeBag()
+        bag += combineLatest(a, b).map { first, second -> (Int, Int) in
+            if second == 10 { b.value = 20 }
+            return (first, second)
+        }.atOnce().onValue { first, second in
+            result.append(first)
+            result.append(second)
+        }
+        XCTAssertEqual(result, [1, 10, 1, 20])
+        bag.dispose()
+    }
+
+    func testSharedReadSignalRunsItsProducerOnce() {
+        final class Model {
+            var starts = 0
+        }
+        let callbacker = Callbacker<Int>()
+        let model = Model()
+        // A `capturing:` autoclosure is @Sendable: it reads a property (here of a plain class) without
+        // a warning in Swift 5 mode; a captured local `var` would warn.
+        let signal = ReadSignal(capturing: model.starts) { callback -> Disposable in
+            model.starts += 1
+            return callbacker.addCallback(callback)
+        }
+        var first = 0
+        var second = 0
+        let bag = DisposeBag()
+        bag += signal.atOnce().onValue { _ in first += 1 }
+        bag += signal.atOnce().onValue { _ in second += 1 }
+        callbacker.callAll(with: 1)
+        callbacker.callAll(with: 2)
+        XCTAssertEqual(model.starts, 1)
+        XCTAssertEqual(first, 3)
+        XCTAssertEqual(second, 3)
+        bag.dispose()
+    }
+
+    func testSharedSignalRemovingAndAddingListeners() {
+        let callbacker = Callbacker<Int>()
+        var starts = 0
+        let signal = Signal<Int> { callback in
+            starts += 1
+            return callbacker.addCallback(callback)
+        }
+        var s1 = 0, s2 = 0, s3 = 0, s4 = 0
+        let d1 = signal.onValue { s1 += $0 }
+        let d2 = signal.onValue { s2 += $0 }
+        callbacker.callAll(with: 1)
+        callbacker.callAll(with: 2)
+        XCTAssertEqual(starts, 1)
+        d2.dispose()
+        callbacker.callAll(with: 3)
+        let d3 = signal.onValue { s3 += $0 }
+        callbacker.callAll(with: 4)
+        d1.dispose()
+        callbacker.callAll(with: 5)
+        XCTAssertEqual(starts, 1)
+        d3.dispose()
+        callbacker.callAll(with: 6)
+        let d4 = signal.onValue { s4 += $0 }
+        callbacker.callAll(with: 7)
+        XCTAssertEqual(starts, 2)
+        XCTAssertEqual([s1, s2, s3, s4], [1 + 2 + 3 + 4, 1 + 2, 4 + 5, 7])
+        d4.dispose()
+    }
+
+    func testCombinedLatestOfAnEmptySequence() {
+        var called = false
+        let bag = DisposeBag()
+        bag += combineLatest([] as [ReadSignal<Int>]).atOnce().onValue { _ in called = true }
+        XCTAssertTrue(called)
+        bag.dispose()
+    }
+
+    func testTakeThenCollectReleasesTheClosures() {
+        final class Object {}
+        weak var weakFirst: Object?
+        weak var weakSecond: Object?
+        let bag = DisposeBag()
+        do {
+            let first = Object()
+            let second = Object()
+            weakFirst = first
+            weakSecond = second
+            bag += [1, 2, 3, 4].signal().atValue { _ in _ = first }.take(first: 2).collect().onValue { values in
+                _ = second
+                XCTAssertEqual(values, [1, 2])
+            }
+        }
+        XCTAssertNil(weakFirst)
+        XCTAssertNil(weakSecond)
+        bag.dispose()
+    }
+}
