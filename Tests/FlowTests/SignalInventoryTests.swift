@@ -13,6 +13,12 @@ private func events<Kind, Value>(
     return recorder.elements
 }
 
+/// A type of one's own providing a signal, as Flow's `SignalProvider` documentation shows.
+private final class Thermometer: SignalProvider, Sendable {
+    let readings = Callbacker<Int>()
+    var providedSignal: Signal<Int> { Signal(callbacker: readings) }
+}
+
 private struct Profile: Equatable, Sendable {
     var nickname: String?
 }
@@ -183,6 +189,32 @@ struct SignalInventoryTests {
             #expect(events(of: four) { taps.callAll() } == ["1234"])
             #expect(events(of: six) { taps.callAll() } == ["123456"])
             #expect(six.value == "123456")
+        }
+    }
+
+    @Test("a SignalProvider of one's own gets the transforms and listeners directly")
+    func ownSignalProvider() {
+        onTestScheduler {
+            let thermometer = Thermometer()
+            let warm = Recorder<Int>()
+            let disposable = thermometer.filter { $0 > 20 }.onValue { warm.append($0) }
+            for reading in [18, 22, 25] { thermometer.readings.callAll(with: reading) }
+            #expect(warm.elements == [22, 25])
+            disposable.dispose()
+        }
+    }
+
+    @Test("toggle(_:) flips a read-write Bool signal on each value of a Void signal")
+    func toggleFromAVoidSignal() {
+        onTestScheduler {
+            let taps = Callbacker<Void>()
+            let isOn = ReadWriteSignal(false)
+            let disposable = Signal(callbacker: taps).toggle(isOn)
+            taps.callAll()
+            #expect(isOn.value)
+            taps.callAll()
+            #expect(!isOn.value)
+            disposable.dispose()
         }
     }
 }
