@@ -22,6 +22,13 @@ extension Array: HasEnablableEventListeners where Element: HasEventListeners & E
     public var enablableEventListeners: [Enablable & HasEventListeners] { return self }
 }
 
+/// A request that would call its completion when done; cancelling it drops the completion.
+private final class PendingRequest {
+    private var completion: ((Result<Int>) -> Void)?
+    init(completion: @escaping (Result<Int>) -> Void) { self.completion = completion }
+    func cancel() { completion = nil }
+}
+
 private final class TextField {
     let text = ReadWriteSignal("")
 }
@@ -122,8 +129,12 @@ final class FlowHelpersCodeTests: XCTestCase {
         var disposed = false
         queue.enqueue { () -> Future<Int> in
             started.fulfill()
-            return Future<Int> { _ in
-                Disposer { disposed = true }
+            return Future<Int> { completion in
+                let request = PendingRequest(completion: completion)
+                return Disposer {
+                    request.cancel()
+                    disposed = true
+                }
             }
         }.onError { error in
             XCTAssertEqual(error as? FutureError, .aborted)
