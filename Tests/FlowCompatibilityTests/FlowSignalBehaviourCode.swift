@@ -239,4 +239,143 @@ final class FlowSignalBehaviourCodeTests: XCTestCase {
         XCTAssertNil(weakSecond)
         bag.dispose()
     }
+    func testAValueSentFromACallbackWaitsForIt() {
+        let callbacker = Callbacker<Int>()
+        var result = [Int]()
+        let bag = DisposeBag()
+        bag += Signal(callbacker: callbacker).take(first: 2).onValue { value in
+            result.append(value)
+            callbacker.callAll(with: value + 1)
+            result.append(value * 10)
+        }
+        callbacker.callAll(with: 1)
+        XCTAssertEqual(result, [1, 10, 2, 20])
+        bag.dispose()
+    }
+
+    func testStartWithThenValuesSentFromTheCallback() {
+        let callbacker = Callbacker<Int>()
+        var result = [Int]()
+        let bag = DisposeBag()
+        bag += Signal(callbacker: callbacker).start(with: 1).take(first: 2).onValue { value in
+            result.append(value)
+            callbacker.callAll(with: value + 1)
+            result.append(value * 10)
+        }
+        XCTAssertEqual(result, [1, 10, 2, 20])
+        bag.dispose()
+    }
+
+    func testWritingAReadWriteSignalFromItsAtOnceListener() {
+        let signal = ReadWriteSignal(1)
+        var result = 0
+        let bag = DisposeBag()
+        bag += signal.distinct().atOnce().onValue { value in
+            signal.value = 2
+            result = value
+        }
+        XCTAssertEqual(result, 2)
+        bag.dispose()
+    }
+
+    func testAFiniteSignalEndedFromItsOwnCallback() {
+        let callbacker = Callbacker<Event<Int>>()
+        var result = [Int]()
+        let bag = DisposeBag()
+        bag += FiniteSignal(callbacker: callbacker).start(with: 1).onValue { value in
+            result.append(value)
+            callbacker.callAll(with: .value(value + 1))
+            callbacker.callAll(with: .end)
+        }
+        XCTAssertEqual(result, [1, 2])
+        bag.dispose()
+    }
+
+    func testTakeCollectsValuesSentFromAtValue() {
+        let callbacker = Callbacker<Int>()
+        var collected: [Int] = []
+        let bag = DisposeBag()
+        bag += Signal(callbacker: callbacker).start(with: 1).take(first: 4).atValue { value in
+            callbacker.callAll(with: value * 2)
+            callbacker.callAll(with: value * 2 + 1)
+        }.collect().onValue { values in
+            collected = values
+        }
+        XCTAssertEqual(collected, [1, 2, 3, 4])
+        bag.dispose()
+    }
+
+    func testAnotherSignalsValueSentFromACallbackArrivesAtOnce() {
+        let bag = DisposeBag()
+        let callbacker = Callbacker<Int>()
+        let other = Callbacker<Int>()
+        var latest = 1
+        bag += Signal(callbacker: other).onValue { latest = $0 }
+        bag += Signal(callbacker: callbacker).onValue { _ in
+            XCTAssertEqual(latest, 1)
+            other.callAll(with: 2)
+            XCTAssertEqual(latest, 2)
+        }
+        callbacker.callAll(with: 1)
+        XCTAssertEqual(latest, 2)
+        bag.dispose()
+    }
+
+    func testMergingAReadableSignalWithItself() {
+        let bag = DisposeBag()
+        let callbacker = Callbacker<Event<Int>>()
+        let signal = FiniteSignal<Int>(callbacker: callbacker).plain().readable(initial: 1)
+        var result = [Int]()
+        bag += merge(signal, signal).atOnce().onValue { result.append($0) }
+        XCTAssertEqual(signal.value, 1)
+        callbacker.callAll(with: .value(2))
+        callbacker.callAll(with: .end)
+        XCTAssertEqual(result, [1, 2, 2])
+        bag.dispose()
+    }
+
+    func testReusingADoubleAtOnceThroughMaps() {
+        let property = ReadWriteSignal(0)
+        let bag = DisposeBag()
+        let signal = property.map { $0 + 2 }.atOnce().map { $0 - 1 }.atOnce().map { $0 + 1 }.filter { _ in true }
+        var total = 0
+        bag += signal.onValue { total += $0 * 2 }
+        bag += signal.onValue { total += $0 * 3 }
+        XCTAssertEqual(total, (4 + 6) * 2)
+        property.value = 1
+        XCTAssertEqual(total, (4 + 6) * 2 + 3 * 2 + 3 * 3)
+        bag.dispose()
+    }
+
+    func testDoubleAtOnceLatestTwoBoundToAClosure() {
+        let property = ReadWriteSignal(1)
+        var sum = 0
+        let bag = DisposeBag()
+        bag += property.atOnce().atOnce().latestTwo().bindTo { sum = $0 + $1 }
+        XCTAssertEqual(sum, 1 + 1)
+        property.value = 2
+        XCTAssertEqual(sum, 1 + 2)
+        bag.dispose()
+    }
+
+    func testReadableCapturingAPropertyWithAndWithoutListeners() {
+        final class Model {
+            var value = 0
+        }
+        let model = Model()
+        let callbacker = Callbacker<Int>()
+        let signal = Signal(callbacker: callbacker).readable(capturing: model.value).map { $0 * 2 }
+        XCTAssertEqual(signal.value, 0)
+        model.value = 1
+        XCTAssertEqual(signal.value, 2)
+        var total = 0
+        let bag = DisposeBag()
+        bag += signal.onValue { total += $0 }
+        callbacker.callAll(with: 2)
+        XCTAssertEqual(signal.value, 2)
+        bag.dispose()
+        model.value = 3
+        XCTAssertEqual(signal.value, 6)
+        XCTAssertEqual(total, 4)
+    }
 }
