@@ -1,5 +1,6 @@
 // Signal behaviours Flow's own tests pin (recursion, sharing, start(with:), readable transforms),
 // written as Flow code writes them, in Swift 5 mode: captured `var`s, values sent from callbacks.
+import Dispatch
 import Flow
 import XCTest
 
@@ -377,5 +378,118 @@ final class FlowSignalBehaviourCodeTests: XCTestCase {
         model.value = 3
         XCTAssertEqual(signal.value, 6)
         XCTAssertEqual(total, 4)
+    }
+    func testDistinctReadWriteSignalSkipsWritingTheSameValue() {
+        var stored = 0
+        var writes = 0
+        let signal = ReadWriteSignal(getValue: { stored }, setValue: { stored = $0; writes += 1 }).distinct()
+        var changes = 0
+        let bag = DisposeBag()
+        bag += signal.onValue { _ in changes += 1 }
+        signal.value = 0
+        signal.value = 1
+        signal.value = 1
+        signal.value = 2
+        XCTAssertEqual(writes, 2)
+        XCTAssertEqual(changes, 2)
+        bag.dispose()
+    }
+
+    func testSharedReadWriteSignalReadsItsValueOncePerListening() {
+        var stored = 0
+        var reads = 0
+        let signal = ReadWriteSignal(getValue: {
+            reads += 1
+            return stored
+        }, setValue: { stored = $0 }).shared()
+        XCTAssertEqual(reads, 0)
+        XCTAssertEqual(signal.value, 0)
+        XCTAssertEqual(reads, 1)
+
+        var first = 0
+        var second = 0
+        let bag = DisposeBag()
+        bag += signal.onValue { _ in first += 1 }
+        signal.value = 1
+        XCTAssertEqual(reads, 2)
+        XCTAssertEqual(signal.value, 1)
+        XCTAssertEqual(reads, 2)
+        bag += signal.atOnce().onValue { _ in second += 1 }
+        XCTAssertEqual(second, 1)
+        signal.value = 2
+        XCTAssertEqual(signal.value, 2)
+        XCTAssertEqual([first, second, reads], [2, 2, 2])
+        bag.dispose()
+        signal.value = 3
+        XCTAssertEqual(signal.value, 3)
+        XCTAssertEqual(reads, 3)
+    }
+
+    func testFlatMapLatestOfPlainSignals() {
+        let outer = ReadWriteSignal(0)
+        let inner = ReadWriteSignal(0)
+        var latest = 0
+        var count = 0
+        let bag = DisposeBag()
+        bag += outer.plain().flatMapLatest { value in inner.plain().map { value + $0 } }.onValue {
+            count += 1
+            latest = $0
+        }
+        inner.value = 1
+        XCTAssertEqual(latest, 0)
+        outer.value = 2
+        XCTAssertEqual(latest, 0)
+        inner.value = 3
+        XCTAssertEqual(latest, 2 + 3)
+        inner.value = 4
+        outer.value = 5
+        XCTAssertEqual(latest, 2 + 4)
+        inner.value = 6
+        XCTAssertEqual(latest, 5 + 6)
+        XCTAssertEqual(count, 3)
+        bag.dispose()
+    }
+
+    func testFlatMapLatestOfReadableSignals() {
+        let outer = ReadWriteSignal(1)
+        let innerA = ReadWriteSignal(2)
+        let innerB = ReadWriteSignal(3)
+        var latest = 0
+        var count = 0
+        let bag = DisposeBag()
+        bag += outer.readOnly().flatMapLatest { value in
+            (value > 2 ? innerB : innerA).readOnly().map { value + $0 }
+        }.atOnce().onValue {
+            count += 1
+            latest = $0
+        }
+        XCTAssertEqual(latest, 1 + 2)
+        innerB.value = 4
+        XCTAssertEqual(latest, 1 + 2)
+        innerA.value = 3
+        XCTAssertEqual(latest, 1 + 3)
+        outer.value = 2
+        XCTAssertEqual(latest, 2 + 3)
+        outer.value = 3
+        XCTAssertEqual(latest, 3 + 4)
+        innerA.value = 4
+        XCTAssertEqual(latest, 3 + 4)
+        innerB.value = 5
+        XCTAssertEqual(latest, 3 + 5)
+        XCTAssertEqual(count, 5)
+        bag.dispose()
+    }
+
+    func testDisposingBeforeAScheduledValueArrives() {
+        let done = expectation(description: "only the second listener")
+        let scheduler = Scheduler(identifyingObject: self, async: { DispatchQueue.main.async(execute: $0) }, sync: { $0() })
+        let property = ReadWriteSignal(1)
+        let signal = property.atOnce().map(on: scheduler) { $0 * 2 }
+        let bag = DisposeBag()
+        bag += signal.onValue { _ in XCTFail("disposed before the value arrived") }
+        bag.dispose()
+        bag += signal.onValue { _ in done.fulfill() }
+        wait(for: [done], timeout: 10)
+        bag.dispose()
     }
 }
