@@ -40,6 +40,19 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
         var machine: StateMachine
         /// The queues of batches that are running, so that an abort reaches their operations too.
         var runningBatches: [ObjectIdentifier: FutureQueue<Resource>] = [:]
+        /// The operations holding a slot, so that an abort reaches them, as Flow's queue holds its
+        /// running items: even one whose future nobody else keeps (its operation dropped its
+        /// completion callback) can be aborted or cancelled. The entry keeps this queue alive while
+        /// it runs; the cycle ends when it finishes, is aborted or is cancelled.
+        var running: [ObjectIdentifier: RunningOperation] = [:]
+        /// How many operations started so far: operations start in the order they were enqueued.
+        var startCount: UInt64 = 0
+
+        /// Records that `operation` holds a slot now.
+        mutating func didStart(_ operation: any QueuedOperation) {
+            running[ObjectIdentifier(operation)] = RunningOperation(startOrder: startCount, operation: operation)
+            startCount += 1
+        }
     }
 
     /// A ``FutureLock`` rather than a `Mutex`: its atomics are compiled into this module, so
@@ -108,7 +121,12 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
         }
         let entry = QueueEntry(queue: self, promise: promise, resultScheduler: resultScheduler, operation: operation)
         promise.setDisposable(QueueEntryCancellation(entry: entry))
-        switch withLockedState({ $0.machine.enqueue(entry) }) {
+        let action = withLockedState { protected in
+            let action = protected.machine.enqueue(entry)
+            if case .start(let work) = action { protected.didStart(work) }
+            return action
+        }
+        switch action {
         case .start(let work):
             start(work)
         case .wait(let ticket):
@@ -254,8 +272,10 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
 
     // MARK: Aborting
 
-    /// Fails every waiting operation with `error` without running it (running operations go on),
-    /// including the operations waiting in running batches.
+    /// Fails every operation with `error`, as Flow's does: the waiting ones without running them,
+    /// and the running ones by cancelling their futures (which disposes what they hold), including
+    /// the operations of running batches. The futures `enqueue` returned fail with `error`, in the
+    /// order the operations were enqueued.
     ///
     /// ```swift
     /// queue.abortQueuedOperations(with: LoggedOutError(), shouldCloseQueue: true)
@@ -267,17 +287,23 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     ///   - shouldCloseQueue: also close the queue: operations enqueued from now on fail at once
     ///     with `error` (see ``closedError``). A closed queue stays closed, with its first error.
     public func abortQueuedOperations(with error: Error, shouldCloseQueue: Bool = false) {
-        let (aborted, batches) = withLockedState { protected in
+        let (waiting, running, batches) = withLockedState { protected in
             (
+                // Taken first, so that a running operation's slot, freed below, starts none of them.
                 protected.machine.abortWaiting(with: error, closing: shouldCloseQueue),
+                protected.running.values.sorted { $0.startOrder < $1.startOrder }.map(\.operation),
                 Array(protected.runningBatches.values)
             )
         }
-        for operation in aborted {
-            operation.fail(with: error)
-        }
         for batch in batches {
             batch.abortQueuedOperations(with: error, shouldCloseQueue: shouldCloseQueue)
+        }
+        // The running operations were enqueued before the waiting ones.
+        for operation in running {
+            operation.abortRunning(with: error)
+        }
+        for operation in waiting {
+            operation.fail(with: error)
         }
     }
 
@@ -288,8 +314,15 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     }
 
     /// Called once by each operation that held a slot, when it finished.
-    func operationDidFinish() {
-        switch withLockedState({ $0.machine.operationDidFinish() }) {
+    func operationDidFinish(_ operation: any QueuedOperation) {
+        let (action, finished) = withLockedState { protected in
+            let finished = protected.running.removeValue(forKey: ObjectIdentifier(operation))
+            let action = protected.machine.operationDidFinish()
+            if case .start(let next) = action { protected.didStart(next) }
+            return (action, finished)
+        }
+        _ = finished  // the queue's reference, dropped after the lock
+        switch action {
         case .start(let next):
             start(next)
         case .becameEmpty(let waiters):
@@ -353,6 +386,12 @@ extension FutureQueue where Resource == Void {
     public convenience init(maxConcurrentCount: Int = 1, executeOn: Scheduler = .current) {
         self.init(resource: (), maxConcurrentCount: maxConcurrentCount, executeOn: executeOn)
     }
+}
+
+/// A running operation of a ``FutureQueue``, and when it started (see `running`).
+struct RunningOperation {
+    let startOrder: UInt64
+    let operation: any QueuedOperation
 }
 
 /// The future ``FutureQueue/enqueue(file:line:_:)-(_,_,()->Future<Output>)`` returns: a repetition of

@@ -1,11 +1,16 @@
 /// An operation handed to a ``FutureQueue``, seen by the queue without its output type.
 protocol QueuedOperation: AnyObject, Sendable {
     /// Runs the operation (on the queue's scheduler). Called once, when the operation holds a slot;
-    /// it reports back with ``FutureQueue/operationDidFinish()`` exactly once.
+    /// it reports back with ``FutureQueue/operationDidFinish(_:)`` exactly once.
     func start()
 
     /// Fails the operation with `error` without running it: it never held a slot.
     func fail(with error: any Error)
+
+    /// Fails an operation holding a slot with `error`, as Flow's abort does: its future is cancelled
+    /// (so its disposable is disposed), or it never runs if it has not started yet. The slot is
+    /// freed as for any finished operation.
+    func abortRunning(with error: any Error)
 }
 
 /// One enqueued operation: its closure, the future its caller got (`promise`), and the running
@@ -21,7 +26,8 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
         var operation: (@Sendable () throws -> Future<Output>)?
         /// The ticket while the operation waits in the queue.
         var ticket: FutureQueueStateMachine<any QueuedOperation, FutureQueueEmptyWaiter>.Ticket?
-        /// The caller cancelled `promise`.
+        /// The caller cancelled `promise`, or the queue aborted the operation while it held a slot:
+        /// it must not run, or its future must be cancelled once known.
         var isCancelled = false
         /// The continuation this entry put on the operation's future, while running. Weak: the
         /// operation's future owns it (and it owns this entry), so a strong reference here would
@@ -105,6 +111,20 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
         if isFirst { deliver(.failure(error)) }
     }
 
+    func abortRunning(with error: any Error) {
+        let (isRunning, observed) = withState { state -> (Bool, Future<Output>?) in
+            guard !state.isFinished else { return (false, nil) }
+            // Stops `start()` from running the operation, or from keeping the future it got.
+            state.isCancelled = true
+            let observed = state.observed
+            state.observed = nil
+            return (true, observed)
+        }
+        guard isRunning else { return }
+        observed?.cancel()
+        finish(with: .failure(error))
+    }
+
     /// The caller cancelled `promise` (which already completed with ``FutureError/aborted``).
     func cancel() {
         let (ticket, observed) = withState { state in
@@ -141,7 +161,7 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
         // Delivered first, so that results reach their callers in the order the operations
         // finished even when the next operation starts and finishes synchronously.
         deliver(result)
-        queue.operationDidFinish()
+        queue.operationDidFinish(self)
     }
 
     private func deliver(_ result: Result<Output>) {

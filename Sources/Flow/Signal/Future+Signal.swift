@@ -31,6 +31,22 @@ extension SignalProvider {
 }
 
 extension Future {
+    /// Creates a future that completes with the first result passed to `callbacker`'s `callAll`
+    /// from now on; it stops listening to the callbacker once completed or cancelled.
+    ///
+    /// ```swift
+    /// let loginFinished = Callbacker<Result<Session>>()
+    /// let session = Future(callbacker: loginFinished)
+    /// loginFinished.callAll(with: .success(session))   // completes `session`
+    /// ```
+    public convenience init(
+        callbacker: Callbacker<Result<Value>>, file: StaticString = #fileID, line: UInt = #line
+    ) {
+        self.init(file: file, line: line) { completion in
+            callbacker.addCallback(completion)
+        }
+    }
+
     /// A signal of the future's result, once it completes. Listening does not keep the future from
     /// being cancelled by others; the last listener leaving cancels it if no one else observes it.
     public var resultSignal: Signal<Result<Value>> {

@@ -183,4 +183,35 @@ extension SignalProvider where Kind == Plain, Value == Void {
     where A.Kind.DropWrite == Read, B.Kind.DropWrite == Read, C.Kind.DropWrite == Read {
         withLatestFrom(combineLatest(a, b, c))
     }
+
+    /// The latest values of `a`, `b`, `c` and `d` each time this signal signals.
+    public func withLatestFrom<A: SignalProvider, B: SignalProvider, C: SignalProvider, D: SignalProvider>(
+        _ a: A, _ b: B, _ c: C, _ d: D
+    ) -> ReadSignal<(A.Value, B.Value, C.Value, D.Value)>
+    where A.Kind.DropWrite == Read, B.Kind.DropWrite == Read, C.Kind.DropWrite == Read, D.Kind.DropWrite == Read {
+        withLatestFrom(combineLatest(a, b, c, d))
+    }
+
+    /// The latest values of `a` to `e` each time this signal signals.
+    public func withLatestFrom<
+        A: SignalProvider, B: SignalProvider, C: SignalProvider, D: SignalProvider, E: SignalProvider
+    >(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E
+    ) -> ReadSignal<(A.Value, B.Value, C.Value, D.Value, E.Value)>
+    where A.Kind.DropWrite == Read, B.Kind.DropWrite == Read, C.Kind.DropWrite == Read, D.Kind.DropWrite == Read,
+        E.Kind.DropWrite == Read {
+        withLatestFrom(combineLatest(a, b, c, d, e))
+    }
+
+    /// The latest values of `a` to `f` each time this signal signals.
+    public func withLatestFrom<
+        A: SignalProvider, B: SignalProvider, C: SignalProvider, D: SignalProvider, E: SignalProvider,
+        F: SignalProvider
+    >(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F
+    ) -> ReadSignal<(A.Value, B.Value, C.Value, D.Value, E.Value, F.Value)>
+    where A.Kind.DropWrite == Read, B.Kind.DropWrite == Read, C.Kind.DropWrite == Read, D.Kind.DropWrite == Read,
+        E.Kind.DropWrite == Read, F.Kind.DropWrite == Read {
+        withLatestFrom(combineLatest(a, b, c, d, e, f))
+    }
 }

@@ -588,4 +588,25 @@ extension SignalProvider where Kind == ReadWrite {
             },
             register: parts.register)
     }
+
+    /// A read-write signal of the optional property at `keyPath`, reading `defaultValue` where it is
+    /// `nil`: writing it writes the whole value back.
+    ///
+    /// ```swift
+    /// let nickname = profile[\.nickname, default: "anonymous"]   // profile: ReadWriteSignal<Profile>
+    /// ```
+    public subscript<Part>(
+        keyPath: WritableKeyPath<Value, Part?>, default defaultValue: @autoclosure @escaping @Sendable () -> Part
+    ) -> ReadWriteSignal<Part> {
+        let signal = providedSignal
+        let keyPath = UncheckedSendable(keyPath)  // key paths are immutable values
+        let parts = signal.map(on: .none) { $0[keyPath: keyPath.value] ?? defaultValue() }
+        return ReadWriteSignal(
+            setValue: { part in
+                var whole = signal.value
+                whole[keyPath: keyPath.value] = part
+                signal.value = whole
+            },
+            register: parts.register)
+    }
 }

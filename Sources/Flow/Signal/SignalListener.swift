@@ -6,16 +6,20 @@ import Synchronization
 /// their order. The `.initial` is delivered at once, wherever it comes from: `atOnce()` and reading
 /// a current value rely on it. A disposed listener runs nothing more, including events already handed
 /// to its scheduler: disposing on the delivering scheduler means no callback after `dispose()`.
+/// Once it has delivered the end it lets go of its callback, and so of what the listener's closure
+/// captured, as Flow does, even while the caller keeps the returned disposable.
 ///
 /// Inlinable, like ``EventGate``, so that the delivery path is specialised where it is used.
-// @unchecked Sendable: `upstream` is guarded by `lock`; `isActive` is atomic; the rest is immutable.
+// @unchecked Sendable: `upstream` and `callback` are guarded by `lock` (`callback` is read under it
+// because a concurrent scheduler may run two hopped deliveries at once, one of them the end's, which
+// replaces it); `isActive` is atomic; the rest is immutable.
 @usableFromInline
 final class SignalListener<Value: Sendable>: @unchecked Sendable {
     @usableFromInline
     typealias Callback = @Sendable (EventType<Value>) -> Void
 
     @usableFromInline let scheduler: Scheduler
-    @usableFromInline let callback: Callback
+    @usableFromInline @exclusivity(unchecked) var callback: Callback
     @usableFromInline let isActive = Atomic<Bool>(true)
     @usableFromInline let lock = FutureLock()
     @usableFromInline @exclusivity(unchecked) var upstream: Disposable?
@@ -52,7 +56,7 @@ final class SignalListener<Value: Sendable>: @unchecked Sendable {
     func receive(_ eventType: EventType<Value>) {
         guard isActive.load(ordering: .acquiring) else { return }
         if case .initial = eventType {
-            callback(eventType)
+            currentCallback()(eventType)
         } else if scheduler.isImmediate {
             deliver(eventType)
         } else {
@@ -65,8 +69,24 @@ final class SignalListener<Value: Sendable>: @unchecked Sendable {
 
     @inlinable
     func deliver(_ eventType: EventType<Value>) {
-        callback(eventType)
-        if eventType.isEnd { dispose() }
+        currentCallback()(eventType)
+        if eventType.isEnd {
+            dispose()
+            // Nothing is delivered after the end: its captures go now, not with the caller's handle
+            // (released after the lock, since they may deinitialise anything).
+            let released = lock.withLock { () -> Callback in
+                defer { callback = { _ in } }
+                return callback
+            }
+            _ = released
+        }
+    }
+
+    @inlinable
+    func currentCallback() -> Callback {
+        lock.lock()
+        defer { lock.unlock() }
+        return callback
     }
 
     @usableFromInline
