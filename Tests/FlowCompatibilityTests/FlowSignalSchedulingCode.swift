@@ -94,19 +94,11 @@ final class FlowSignalSchedulingCodeTests: XCTestCase {
         bag.dispose()
     }
 
-    // MAIN-QUEUE ORDERING (issue #25): the tests below send values to listeners on the main thread
-    // from the main thread and from a background thread, interleaved, and expect them in the order
-    // sent, as Flow delivers them. They need the main-queue ordering work; until it lands they are
-    // skipped unless FLOW_MAIN_QUEUE_ORDERING is set. Once it has landed, remove `requireMainOrdering()`.
-
-    private func requireMainOrdering() throws {
-        try XCTSkipUnless(
-            ProcessInfo.processInfo.environment["FLOW_MAIN_QUEUE_ORDERING"] != nil,
-            "needs the main-queue ordering (issue #25): set FLOW_MAIN_QUEUE_ORDERING=1 to run")
-    }
+    // The tests below send values to listeners on the main thread from the main thread and from a
+    // background thread, interleaved, and expect them in the order sent, as Flow delivers them: the
+    // main loop, the main queue and the main actor are one serial context.
 
     func testFiniteSignalValuesFromMainAndBackgroundArriveInOrder() throws {
-        try requireMainOrdering()
         let bag = DisposeBag()
         let done = expectation(description: "completed")
         let callbacker = Callbacker<Event<Int>>()
@@ -131,7 +123,6 @@ final class FlowSignalSchedulingCodeTests: XCTestCase {
     }
 
     func testReadWriteSignalWrittenFromMainAndBackground() throws {
-        try requireMainOrdering()
         let bag = DisposeBag()
         let done = expectation(description: "completed")
         let property = ReadWriteSignal(1)
@@ -158,7 +149,6 @@ final class FlowSignalSchedulingCodeTests: XCTestCase {
     }
 
     func testCombineLatestWrittenFromMainAndBackground() throws {
-        try requireMainOrdering()
         let bag = DisposeBag()
         let done = expectation(description: "completed")
         let first = ReadWriteSignal(1)
