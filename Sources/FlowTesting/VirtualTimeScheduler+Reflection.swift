@@ -1,6 +1,6 @@
 import Flow
 
-// Reflection must not read the clock's `Mutex` (it stops the process): see Flow's Helpers/Reflection.swift.
+// A mirror of its own, as for every class holding a lock or an atomic: see Flow's Helpers/Reflection.swift.
 extension VirtualTimeScheduler: CustomReflectable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The clock's time and how much work is due on it.
     public var customMirror: Mirror {

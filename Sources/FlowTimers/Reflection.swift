@@ -1,6 +1,6 @@
 import Flow
 
-// Reflection must not read these classes' `Mutex` (it stops the process): see Flow's
+// Mirrors of their own, as for every class holding a lock or an atomic: see Flow's
 // Helpers/Reflection.swift.
 
 extension RepeatingTimer: OpaqueToReflection {}

@@ -1,6 +1,6 @@
 import Flow
 
-// Reflection must not read the lock's `Mutex` (it stops the process): see Flow's Helpers/Reflection.swift.
+// A mirror of its own, as for every class holding a lock or an atomic: see Flow's Helpers/Reflection.swift.
 extension NativeLock: CustomReflectable, CustomDebugStringConvertible {
     /// No children: a lock has nothing to show but its identity.
     public var customMirror: Mirror {

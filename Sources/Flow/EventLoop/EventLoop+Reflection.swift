@@ -1,4 +1,5 @@
-// See Helpers/Reflection.swift: the loop stores atomics, which reflection must not read.
+// See Helpers/Reflection.swift: reflection of the loop's own fields reached its lock-guarded,
+// non-copyable queue of submissions and stopped the process.
 
 extension EventLoop: CustomReflectable, CustomDebugStringConvertible {
     /// The loop's name and whether it is running or closed; never its atomics, queues or libuv handles.
