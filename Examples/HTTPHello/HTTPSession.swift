@@ -26,8 +26,10 @@ enum Responses {
     static let serviceUnavailable = refusal(503, "Service Unavailable")
 }
 
-/// One client connection: answers each request the parser finds with the canned response, keeps the
-/// connection open unless the client asks otherwise, and closes it when the client takes too long.
+/// One client connection: answers each request the parser finds with the canned response, once the
+/// request is complete (its body too), keeps the connection open unless the client asks otherwise, and
+/// closes it when the client takes too long. Each request gets one response: `200` once its body is
+/// in, or `408` if the deadline comes first.
 ///
 /// Deadlines: the first request, and each request from its first byte, must arrive (head and body)
 /// within ``HTTPSessionSettings/requestTimeout``; between requests, and while the client does not read

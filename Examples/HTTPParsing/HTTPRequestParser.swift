@@ -4,9 +4,11 @@ import Glibc
 import Darwin
 #endif
 
-/// Finds the requests in the bytes of one connection, as they arrive in chunks of any size: each
-/// complete head is checked and handed on, bodies are skipped, and a request over the limits ends the
-/// stream with the ``HTTPRequestError`` to answer.
+/// Finds the requests in the bytes of one connection, as they arrive in chunks of any size: each head
+/// is checked as soon as it is complete, its body is skipped, and the request is handed on once the
+/// last byte of its body has arrived (a server answers a request once, when it is complete: answered
+/// at its head, a request whose body then stalls would also be told `408`); a request over the limits
+/// ends the stream with the ``HTTPRequestError`` to answer.
 ///
 /// Heads are parsed where the bytes lie; only a head cut in two by the network is copied, and never
 /// more than ``HTTPRequestLimits/maximumHeadSize`` bytes of it. Every number is checked, so no input
@@ -27,6 +29,8 @@ public struct HTTPRequestParser {
     private var partialHead: [UInt8] = []
     /// Bytes of the body of the last request that have not arrived yet.
     private var bodyBytesToSkip = 0
+    /// The head of the request whose body is arriving, handed on with the body's last byte.
+    private var headAwaitingBody: HTTPRequestHead?
 
     /// Whether the parser reads no more: a request was refused, or a handler asked to stop.
     public private(set) var isFinished = false
@@ -39,8 +43,8 @@ public struct HTTPRequestParser {
         self.limits = limits
     }
 
-    /// Reads the next chunk of the stream, calling `onRequest` with each head completed in it, in
-    /// order. Once `onRequest` returns `false`, or a request is refused, the rest is ignored and
+    /// Reads the next chunk of the stream, calling `onRequest` with the head of each request completed
+    /// in it (head and body), in order. Once `onRequest` returns `false`, or a request is refused, the rest is ignored and
     /// ``isFinished`` is true.
     ///
     /// - Throws: the ``HTTPRequestError`` of the first refused request; the requests before it in the
@@ -54,6 +58,13 @@ public struct HTTPRequestParser {
             let skipped = min(bodyBytesToSkip, input.count)
             bodyBytesToSkip -= skipped
             input = UnsafeRawBufferPointer(rebasing: input[skipped...])
+            if bodyBytesToSkip == 0, let head = headAwaitingBody {
+                headAwaitingBody = nil
+                if !onRequest(head) {
+                    isFinished = true
+                    return
+                }
+            }
             if input.isEmpty { return }
         }
         do throws(HTTPRequestError) {
@@ -107,6 +118,11 @@ public struct HTTPRequestParser {
                 let available = min(head.contentLength, buffer.count - offset)
                 offset += available
                 bodyBytesToSkip = head.contentLength - available
+                if bodyBytesToSkip > 0 {
+                    // The rest of the body is in later chunks: the request is handed on with its end.
+                    headAwaitingBody = head
+                    break
+                }
             }
             if !onRequest(head) { isFinished = true }
         }

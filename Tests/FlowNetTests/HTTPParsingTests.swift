@@ -150,3 +150,29 @@ struct HTTPParsingTests {
         #expect(count == 1)
     }
 }
+
+@Suite("HTTP request parsing: a request with a body")
+struct HTTPParsingBodyTests {
+    @Test("a request is handed on once the last byte of its body has arrived, not at its head")
+    func requestWithBodyIsHandedOnWhenComplete() {
+        var parser = HTTPRequestParser()
+        var heads: [HTTPRequestHead] = []
+        let stream = Array(("POST / HTTP/1.1\r\nContent-Length: 6\r\n\r\nabc").utf8)
+        #expect(parser.consume(stream[...]) { heads.append($0); return true } == nil)
+        #expect(heads.isEmpty, "handed on before its body arrived")
+        #expect(!parser.isBetweenRequests)
+        #expect(parser.consume(Array("de".utf8)[...]) { heads.append($0); return true } == nil)
+        #expect(heads.isEmpty)
+        // The body's last byte and a pipelined request in the same chunk: both, in order.
+        #expect(parser.consume(Array(("f" + get).utf8)[...]) { heads.append($0); return true } == nil)
+        #expect(heads == [HTTPRequestHead(keepsAlive: true, contentLength: 6), HTTPRequestHead(keepsAlive: true)])
+        #expect(parser.isBetweenRequests)
+    }
+
+    @Test("a closing request with a body stops the parser when its body ends, whatever follows")
+    func closingRequestWithBody() {
+        let result = parse("POST / HTTP/1.1\r\nConnection: close\r\nContent-Length: 4\r\n\r\nbody" + get, chunkSize: 3)
+        #expect(result.heads == [HTTPRequestHead(keepsAlive: false, contentLength: 4)])
+        #expect(result.parser.isFinished)
+    }
+}

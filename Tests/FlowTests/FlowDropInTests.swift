@@ -64,8 +64,10 @@ struct FlowDropInTests {
     @Test("replace(with: Result, after:) replaces a never-completing future with the result, failure included")
     func replaceWithAResult() {
         let clock = VirtualTimeScheduler()
-        let replaced = clock.scheduler.sync {
-            Future<Int>(on: .none) { _ in NilDisposer() }.replace(with: .failure(TestError(code: 7)), after: 5)
+        let replaced = expectDebugDiagnostic(containing: "released its completion callback without calling it") {
+            clock.scheduler.sync {
+                Future<Int>(on: .none) { _ in NilDisposer() }.replace(with: .failure(TestError(code: 7)), after: 5)
+            }
         }
         clock.advance(by: 4.0)
         #expect(replaced.result == nil)
@@ -78,9 +80,10 @@ struct FlowDropInTests {
     @Test("a future whose operation keeps no completion callback stays pending: select picks the other, replace replaces")
     func operationWithoutCallbackNeverCompletes() {
         let clock = VirtualTimeScheduler()
-        let never = Future<Int>(on: .none) { _ in NilDisposer() }
+        let (never, selected) = expectDebugDiagnostic(2, containing: "released its completion callback without calling it") {
+            (Future<Int>(on: .none) { _ in NilDisposer() }, select(Future(1), or: Future<Int>(on: .none) { _ in NilDisposer() }))
+        }
         #expect(never.result == nil)
-        let selected = select(Future(1), or: Future<Int>(on: .none) { _ in NilDisposer() })
         #expect(selected.result?.value?.left == 1)
         let replaced = clock.scheduler.sync { never.replace(with: 9, after: 1) }
         clock.advance(by: 1.0)

@@ -56,7 +56,9 @@ struct FutureContinuationStorageTests {
             for _ in 0..<3 {
                 operation.future.map(on: .none) { $0 + 1 }.onValue(on: .none) { _ in }
             }
-            operation.abandon()
+            expectDebugDiagnostic(containing: "released its completion callback without calling it") {
+                operation.abandon()
+            }
             #expect(kept.result == nil)
             kept.cancel()
             #expect(kept.result?.error as? FutureError == .aborted)

@@ -134,6 +134,8 @@ public enum FlowDiagnostics {
 
     @usableFromInline
     static func deliver(_ report: Report) {
+        // A test that provokes the report on purpose takes it (see `capturingReports(where:_:)`).
+        if captureIfClaimed(report) { return }
         // Read under the lock, called outside it: the handler is user code.
         let handler = state.withLock { $0.handler }
         handler(report)

@@ -21,6 +21,10 @@ import Glibc
 public enum FileSystem {
     /// Opens the file at `path`; see ``OpenFile``.
     ///
+    /// Opening a FIFO waits for its other end, and a device may wait too: such opens (found with a
+    /// `stat` first) hold at most ``ThreadPool/blockingWorkLimit`` pool threads, so that they cannot
+    /// stall every other file operation and name lookup; see ``ThreadPool/size``.
+    ///
     /// ```swift
     /// FileSystem.open("/tmp/log.txt", .append).flatMap { file in file.write(Array("line\n".utf8)).flatMap { file.close() } }
     /// ```
@@ -33,11 +37,8 @@ public enum FileSystem {
     public static func open(
         _ path: String, _ mode: OpenFile.Mode = .read, permissions: Int32 = 0o644, on loop: EventLoop = .main
     ) -> Future<OpenFile> {
-        FileSystemRequest.perform(on: loop, paths: [path], submit: { loop, request, callback in
-            uv_fs_open(loop, request, path, mode.flags | O_CLOEXEC, permissions, callback)
-        }, finish: { request in
-            .success(OpenFile(descriptor: uv_file(request.pointee.result), loop: loop))
-        })
+        // Not `uv_fs_open`: a FIFO or a device may block its pool thread for good (see PathOpening).
+        PathOpening.open(path, flags: mode.flags, permissions: permissions, on: loop)
     }
 
     /// The status of the item at `path`, following symbolic links (`stat`).

@@ -74,6 +74,7 @@ final class FileSystemRequest: @unchecked Sendable {
             done()
             return
         }
+        ThreadPool.noteUse()
         request.pointee.data = Owner.retain(self)
         let status = submit(loop.unsafeLoopPointer, request, fileSystemCallback)
         guard status >= 0 else {

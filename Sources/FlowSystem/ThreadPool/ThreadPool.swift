@@ -4,8 +4,9 @@ import FlowNet
 import Synchronization
 
 /// libuv's thread pool: the threads that run file-system requests, name lookups and your own blocking
-/// work (`uv_queue_work`), so that the loop never waits. Four threads unless the environment variable
-/// `UV_THREADPOOL_SIZE` says otherwise (read once, at the first use in the process).
+/// work (`uv_queue_work`), so that the loop never waits. Four threads unless ``setSize(_:)`` or the
+/// environment variable `UV_THREADPOOL_SIZE` says otherwise (read once, at the first use in the
+/// process): see ``size``. Work that may block for long holds at most ``blockingWorkLimit`` of them.
 ///
 /// ```swift
 /// ThreadPool.run(on: loop) { try compressLargeFile(at: path) }
@@ -16,16 +17,23 @@ public enum ThreadPool {
     /// Cancelling the future before a thread has taken the work keeps it from running; work already
     /// running finishes, and its result is dropped. Callable from any thread.
     ///
+    /// Work that may block for long (waiting for a lock, a device, another process, the network)
+    /// should say so with `mayBlock: true`: it then holds at most ``blockingWorkLimit`` pool threads at
+    /// once and otherwise waits its turn, so that it cannot take every thread and stall the process's
+    /// file operations and name lookups. Work that only computes or reads local files needs not.
+    ///
     /// ```swift
     /// let digest = ThreadPool.run { sha256(of: bytes) }   // bytes hashed off the loop
+    /// let reply = ThreadPool.run(mayBlock: true) { try legacyClient.fetch() }
     /// ```
     ///
     /// - Parameters:
     ///   - loop: the loop the result is reported on.
+    ///   - mayBlock: whether `work` may block for long; see above.
     ///   - work: a blocking closure; an error it throws fails the future.
     @preconcurrency
     public static func run<Value: Sendable>(
-        on loop: EventLoop = .main, _ work: @escaping @Sendable () throws -> Value
+        on loop: EventLoop = .main, mayBlock: Bool = false, _ work: @escaping @Sendable () throws -> Value
     ) -> Future<Value> {
         let result = PendingResult<Value>()
         // Computed on a pool thread, reported from the loop.
@@ -33,8 +41,13 @@ public enum ThreadPool {
         let job = PoolJob(
             run: { computed.withLock { $0 = Result { try work() } } },
             didFinish: { if let value = computed.withLock({ $0 }) { result.complete(value) } },
-            didCancel: { result.fail(FutureError.aborted) })
-        loop.inContext { job.submit(on: loop) }
+            didCancel: { result.fail(FutureError.aborted) },
+            holdsBlockingSlot: mayBlock)
+        if mayBlock {
+            BlockingWorkLimiter.shared.whenSlotFree { loop.inContext { job.submit(on: loop) } }
+        } else {
+            loop.inContext { job.submit(on: loop) }
+        }
         return result.future(onCancel: { loop.inContext { job.cancel() } })
     }
 }
@@ -50,14 +63,21 @@ final class PoolJob: @unchecked Sendable {
     private let didCancel: @Sendable () -> Void
     private var isSubmitted = false
     private var isCancelled = false
+    /// Whether the job holds one of ``BlockingWorkLimiter``'s slots, given back when libuv is done.
+    private let holdsBlockingSlot: Bool
 
     init(
         run: @escaping @Sendable () -> Void, didFinish: @escaping @Sendable () -> Void,
-        didCancel: @escaping @Sendable () -> Void
+        didCancel: @escaping @Sendable () -> Void, holdsBlockingSlot: Bool = false
     ) {
         self.run = run
         self.didFinish = didFinish
         self.didCancel = didCancel
+        self.holdsBlockingSlot = holdsBlockingSlot
+    }
+
+    private func releaseSlot() {
+        if holdsBlockingSlot { BlockingWorkLimiter.shared.release() }
     }
 
     deinit {
@@ -65,17 +85,23 @@ final class PoolJob: @unchecked Sendable {
     }
 
     func submit(on loop: EventLoop) {
-        guard !isCancelled else { return }
+        guard !isCancelled else {
+            releaseSlot()
+            return
+        }
+        ThreadPool.noteUse()
         request.pointee.data = Owner.retain(self)
         let status = uv_queue_work(loop.unsafeLoopPointer, request, { request in
             Owner.borrow(request?.pointee.data, as: PoolJob.self).run()
         }, { request, status in
             let job = Owner.release(request?.pointee.data, as: PoolJob.self)
             job.isSubmitted = false
+            job.releaseSlot()
             if status == UV_ECANCELED.rawValue { job.didCancel() } else { job.didFinish() }
         })
         guard status == 0 else {
             _ = Owner.release(request.pointee.data, as: PoolJob.self)
+            releaseSlot()
             didCancel()
             return
         }

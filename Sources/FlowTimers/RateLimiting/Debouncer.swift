@@ -32,8 +32,8 @@ public final class Debouncer<Value: Sendable>: Sendable {
 
     // Guarded by the mutex; timers are disposed, work started and callers completed after it is released.
     private let state = Synchronization.Mutex(State())
-    private let scheduler: Scheduler
-    private let interval: Double
+    let scheduler: Scheduler
+    let interval: Double
 
     /// Creates a debouncer whose quiet period is `interval` seconds on `scheduler`'s clock.
     ///
