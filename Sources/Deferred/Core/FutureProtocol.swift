@@ -106,14 +106,14 @@ extension FutureProtocol {
         return "\(baseName)(\(String(reflecting: value)))"
     }
 
-    /// What a debugger shows: the value, as an optional, once filled; `isFilled: false` before, and
-    /// `isFilled: true` for a filled value of no content (`Void`).
+    /// What a debugger shows, shaped like an optional (as Deferred shows it): the value once filled;
+    /// `isFilled: false` before, and `isFilled: true` for a filled value of no content (`Void`).
     public var customMirror: Mirror {
         guard let value = peek() else {
-            return Mirror(self, children: ["isFilled": false], displayStyle: .tuple)
+            return Mirror(self, children: ["isFilled": false], displayStyle: .optional)
         }
         if Value.self == Void.self {
-            return Mirror(self, children: ["isFilled": true], displayStyle: .tuple)
+            return Mirror(self, children: ["isFilled": true], displayStyle: .optional)
         }
         return Mirror(self, children: ["value": value], displayStyle: .optional)
     }

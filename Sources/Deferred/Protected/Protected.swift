@@ -41,11 +41,12 @@ public final class Protected<T> {
 extension Protected: @unchecked Sendable where T: Sendable {}
 
 extension Protected: CustomReflectable {
-    /// What a debugger shows: the value, or `isLocked: true` if it could not be read at once.
+    /// What a debugger shows, shaped like an optional (as Deferred shows it): the value, or
+    /// `isLocked: true` if it could not be read at once.
     public var customMirror: Mirror {
         withAttemptedReadLock { value in
             Mirror(self, children: ["value": value], displayStyle: .optional)
-        } ?? Mirror(self, children: ["isLocked": true], displayStyle: .tuple)
+        } ?? Mirror(self, children: ["isLocked": true], displayStyle: .optional)
     }
 }
 

@@ -131,12 +131,13 @@ extension TaskProtocol {
         let chain = TaskCancellation({ self.cancel() })
         let outcome = Task<NewTask.Success>.Promise()
         let reference = ExecutorReference(executor)
-        // The handler holds the chain weakly: this task may never finish, and the chain's handler
-        // holds this task. Once the new task is gone, nobody can cancel the next one anyway.
-        upon(executor) { [weak chain] result in
+        // Through a StepChainReference: this task may never finish, and the chain's handler holds it;
+        // a cancel made before this runs still reaches the next task.
+        let steps = chain.referenceForSteps
+        upon(executor) { result in
             do {
                 let next = try start(result.taskResult.get())
-                chain?.started(next)
+                steps.started(next)
                 next.upon(reference.executor) { outcome.fill(with: $0.taskResult) }
             } catch {
                 outcome.fill(with: .failure(error))
@@ -206,15 +207,17 @@ extension TaskProtocol {
         let chain = TaskCancellation({ self.cancel() })
         let outcome = Task<Success>.Promise()
         let reference = ExecutorReference(executor)
-        // Weakly, as in andThen: this task may never finish, and the chain's handler holds it.
-        upon(executor) { [weak chain] result in
+        // As in andThen: this task may never finish, and a cancel made before this runs still
+        // reaches the replacement.
+        let steps = chain.referenceForSteps
+        upon(executor) { result in
             guard case .failure(let error) = result.taskResult else {
                 outcome.fill(with: result.taskResult)
                 return
             }
             do {
                 let replacement = try restart(error)
-                chain?.started(replacement)
+                steps.started(replacement)
                 replacement.upon(reference.executor) { outcome.fill(with: $0.taskResult) }
             } catch {
                 outcome.fill(with: .failure(error))
@@ -243,7 +246,10 @@ extension Task {
     /// }
     /// ```
     ///
-    /// Cancelling the task cancels the attempt that runs and starts no more.
+    /// The first attempt starts on `queue`, after this returns (Deferred started it in the caller).
+    /// Cancelling the task cancels the attempt that runs and starts no more; a cancel that comes
+    /// before the first attempt has started does not keep `startTask` from running, but that attempt
+    /// is cancelled as soon as it has started, and none follows it.
     ///
     /// - Parameters:
     ///   - queue: where `startTask` and `shouldRetry` run; by default a concurrent background queue.
@@ -273,7 +279,7 @@ extension Task {
         let outcome = Deferred<Result>()
         let chain = TaskCancellation()
         let attempts = RepeatedAttempts(
-            executor: ExecutorReference(executor), outcome: outcome, chain: chain,
+            executor: ExecutorReference(executor), outcome: outcome, chain: chain.referenceForSteps,
             shouldRetry: shouldRetry, startTask: startTask)
         executor.submit { attempts.start(retriesLeft: max(0, numberOfRetries)) }
         return Task(Future(outcome), uponCancel: chain.cancel)
@@ -284,8 +290,9 @@ extension Task {
 private struct RepeatedAttempts<Success: Sendable>: Sendable {
     let executor: ExecutorReference
     let outcome: Deferred<Task<Success>.Result>
-    /// Weakly: an attempt that never finishes holds these attempts, and the chain holds the attempt.
-    weak let chain: TaskCancellation?
+    /// Not the chain itself: an attempt that never finishes holds these attempts, and the chain holds
+    /// the attempt.
+    let chain: StepChainReference
     let shouldRetry: @Sendable (any Error) -> Bool
     let startTask: @Sendable () throws -> Task<Success>
 
@@ -297,9 +304,9 @@ private struct RepeatedAttempts<Success: Sendable>: Sendable {
         } catch {
             attempt = Task(failure: error)
         }
-        chain?.started(attempt)
+        chain.started(attempt)
         attempt.upon(executor.executor) { result in
-            if case .failure(let error) = result, retriesLeft > 0, !(chain?.isCancelled ?? false), shouldRetry(error) {
+            if case .failure(let error) = result, retriesLeft > 0, !chain.isCancelled, shouldRetry(error) {
                 start(retriesLeft: retriesLeft - 1)
             } else {
                 outcome.fill(with: result)

@@ -1,5 +1,6 @@
 import Dispatch
 import Flow
+import Synchronization
 
 /// A future outcome of work that can fail and that can be asked to stop: a ``Future`` of a `Result`
 /// with a cancellation handler.
@@ -243,6 +244,10 @@ final class TaskCancellation: Sendable {
 
     private let state: Locked<State>
 
+    /// Set by ``cancel()`` before it lets go of anything: it outlives this object for the steps that
+    /// reach it through a ``StepChainReference``.
+    fileprivate let cancelledMark = CancelledMark()
+
     init(_ handler: (@Sendable () -> Void)? = nil) {
         state = Locked(State(cancelCurrentStep: handler))
     }
@@ -251,10 +256,16 @@ final class TaskCancellation: Sendable {
         state.withLock { $0.isCancelled }
     }
 
+    /// How the continuations of the steps reach this chain: see ``StepChainReference``.
+    var referenceForSteps: StepChainReference {
+        StepChainReference(chain: self, cancelledMark: cancelledMark)
+    }
+
     /// Cancels the step running now, and marks the task so that later steps are cancelled as they start.
     func cancel() {
         let cancelCurrentStep = state.withLock { state in
             state.isCancelled = true
+            cancelledMark.set()
             return state.cancelCurrentStep.take()
         }
         cancelCurrentStep?()
@@ -278,6 +289,42 @@ final class TaskCancellation: Sendable {
         let handler = state.withLock { $0.cancelCurrentStep.take() }
         // Released here, outside the lock: its captures' deinitializers may run user code.
         _ = handler
+    }
+}
+
+/// Whether a ``TaskCancellation`` was cancelled, in an object of its own.
+final class CancelledMark: Sendable {
+    private let isSetFlag = Atomic<Bool>(false)
+
+    var isSet: Bool { isSetFlag.load(ordering: .acquiring) }
+
+    func set() { isSetFlag.store(true, ordering: .releasing) }
+}
+
+/// How the continuation of a chained task reaches the chain of steps it records its step in.
+///
+/// The chain weakly: the chain's handler holds the step running now, whose handlers hold the
+/// continuation, and a step that never finishes would keep that cycle alive. Whether it was
+/// cancelled strongly: ``Task/cancel()`` lets go of the handler it ran, which held the returned task's
+/// only reference to the chain, so a continuation that runs after the cancel finds the chain gone
+/// and must still cancel the step it starts. A chain gone without a cancel is one nobody can cancel
+/// any more: its steps run to their end.
+struct StepChainReference: Sendable {
+    weak let chain: TaskCancellation?
+    let cancelledMark: CancelledMark
+
+    /// Whether the chain was cancelled.
+    var isCancelled: Bool {
+        chain?.isCancelled ?? cancelledMark.isSet
+    }
+
+    /// Records `step` as the step running now, or cancels it at once if the chain was cancelled.
+    func started<Step: TaskProtocol>(_ step: Step) {
+        if let chain {
+            chain.started(step)
+        } else if cancelledMark.isSet {
+            step.cancel()
+        }
     }
 }
 
