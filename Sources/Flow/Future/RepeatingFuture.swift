@@ -200,6 +200,11 @@ extension Future {
     /// A repetition re-runs the whole upstream operation: every step this future derives from. Futures
     /// created outside an operation run again only if moved inside it with a ``Mover``.
     ///
+    /// Without a delay, a repetition starts at once, 16 in a row at most: the next goes through
+    /// `scheduler`'s queue (for ``Scheduler/none``, the background queue's), so that an operation failing
+    /// at once, repeated without limit, still returns to the caller and lets the scheduler's timers, I/O
+    /// and a `cancel()` run between repetitions.
+    ///
     /// ```swift
     /// data(at: url).onErrorRepeat(delayBetweenRepetitions: 2, maxRepetitions: 3)   // runs at most 4 times
     /// ```
