@@ -67,11 +67,15 @@ struct YieldingTests {
         let queue = Scheduler(label: "test.repeat.queue")
         for scheduler in [Scheduler.none, queue] {
             let runs = AtomicCounter()
-            // Started on the queue itself for the queue, so that the first runs are immediate there too.
-            let repeated = queue == scheduler
-                ? queue.sync { YieldingTests.failingAtOnce(counting: runs).onErrorRepeat(on: scheduler, maxRepetitions: Int.max) }
-                : YieldingTests.failingAtOnce(counting: runs).onErrorRepeat(on: scheduler, maxRepetitions: Int.max)
-            #expect(runs.current < 100, "on \(scheduler), the call returned only after \(runs.current) runs")
+            // Called in a block of the queue the repetitions continue on (the background queue for
+            // Scheduler.none), so that they wait for the call to return: the runs counted then are
+            // those made inside the call.
+            let host = scheduler == queue ? queue : Scheduler.background
+            let (repeated, runsWhenReturned) = host.sync {
+                let repeated = YieldingTests.failingAtOnce(counting: runs).onErrorRepeat(on: scheduler, maxRepetitions: Int.max)
+                return (repeated, runs.current)
+            }
+            #expect(runsWhenReturned < 100, "on \(scheduler), the call returned only after \(runsWhenReturned) runs")
             // Let it repeat through the queue for a while: at least a few yields.
             while runs.current < 1_000 { sched_yield() }
             repeated.cancel()
@@ -100,7 +104,8 @@ struct YieldingTests {
                         finished.signal()
                     }
             }
-            expectSignal(finished, "a million repetitions")
+            // The generous bound: a million runs take seconds in a debug build, more under a sanitizer.
+            #expect(finished.wait(timeout: .now() + reliabilityHangGuard) == .success, "a million repetitions")
         }
         #expect(runs.current == 1_000_001)
         #expect(failed.current)
