@@ -15,6 +15,8 @@ struct MisuseMessageTests {
             "EventLoop.shutdown(): called on the loop's own thread, which would wait for itself",
         "waitOnTheLoopThread":
             "called inside the work of the event loop 'probe.wait', which cannot run while its thread waits",
+        "syncCycleBetweenLoops":
+            "Scheduler.sync: the event loop 'probe.other' would wait for the loop 'flow.main', which is itself waiting in Scheduler.sync for 'probe.other'",
         "nanLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not nan",
         "infiniteLoopDelay": "EventLoop.execute(after:): the delay must be a finite number of seconds, not inf",
         "negativeInfiniteLoopDelay":

@@ -557,6 +557,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Points the libuv timer at the earliest deadline, or stops it when none is left (so pending
     /// deadlines, and only they, keep the loop alive).
     private func armDeadlineTimer() {
+        // While firing, the timer is re-armed once, at the end (see `fireDueDeadlines`).
+        guard !loopIsFiringDeadlines else { return }
         guard let earliest = loopDeadlines.earliest else {
             if loopArmedDeadline != .max {
                 uv_timer_stop(deadlineTimer)
@@ -578,6 +580,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func fireDueDeadlines() {
         loopArmedDeadline = .max
+        loopIsFiringDeadlines = true
         let now = uv_hrtime()
         // Work scheduled while firing waits for the next turn, even when already due.
         let lastSequence = nextSequence.load(ordering: .relaxed)
@@ -590,8 +593,21 @@ public final class EventLoop: @unchecked Sendable {
                 job?()
             }
         }
-        armDeadlineTimer()
+        loopIsFiringDeadlines = false
+        if let earliest = loopDeadlines.earliest, earliest.deadline <= uv_hrtime() {
+            // Due already (work re-scheduled with no delay from its own callback): libuv up to 1.44
+            // runs a timer restarted with timeout 0 inside its callback again in the same pass of its
+            // timers, so re-arming here would fire it over and over without ever polling, and work
+            // from other threads would never run. Armed from the loop's queue instead, after the
+            // timers' pass: the loop polls once (without blocking: the timer is due) before it fires.
+            enqueueInLoop(.closure { [self] in armDeadlineTimer() })
+        } else {
+            armDeadlineTimer()
+        }
     }
+
+    /// Whether `fireDueDeadlines` is running the due work (which may schedule and cancel deadlines).
+    private var loopIsFiringDeadlines = false
 
 
     // MARK: Loop context

@@ -73,6 +73,24 @@ extension Future {
         startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
     }
 
+    /// A future like ``init(on:file:line:operationWithMover:)`` for the library's operations that
+    /// complete only through a future they observe (`ignoreCanceling`, `performWhile`): released
+    /// uncalled, their callback is not reported, since only that future never completing releases it,
+    /// and it was reported where the user created it (or made with `Future(.forever)`).
+    @usableFromInline
+    convenience init(
+        observingOn scheduler: Scheduler, file: StaticString, line: UInt,
+        operationWithMover operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
+    ) {
+        self.init(initialResult: nil, file: file, line: line)
+        #if DEBUG
+        reportsAbandonment = false
+        #endif
+        let recipe = OperationRecipe.withMover(scheduler, operation)
+        recipeStorage = recipe
+        startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
+    }
+
     /// Runs a new future's operation the first time: at once when its scheduler is the current one,
     /// else on it. `call` calls the operation directly, as the initialiser received it, rather than
     /// through the recipe's stored copy: in code specialised at the caller, that skips the recipe's
@@ -325,7 +343,7 @@ final class CompletionToken<Value: Sendable>: Sendable {
             return
         }
         #if DEBUG
-        AbandonmentReport.report(creationSite: site)
+        if future.reportsAbandonment { AbandonmentReport.report(creationSite: site) }
         #endif
         future.becomeForever()
     }

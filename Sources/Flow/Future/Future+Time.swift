@@ -103,7 +103,7 @@ extension Future {
         on scheduler: Scheduler = .current, delayBy delay: Double? = nil,
         _ work: @escaping @Sendable () -> Disposable
     ) -> Future<Value> {
-        Future(on: .none, file: #fileID, line: #line, operationWithMover: { completion, mover in
+        Future(observingOn: .none, file: #fileID, line: #line, operationWithMover: { completion, mover in
             // What the work started, undone when this future ends; nil once it has ended, so that
             // work started after that (a start racing the completion) is undone at once.
             let startedWork = Locked<DisposeBag?>(DisposeBag())

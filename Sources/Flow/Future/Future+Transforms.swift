@@ -98,7 +98,7 @@ extension Future {
     @inlinable
     @discardableResult
     public final func ignoreCanceling() -> Future<Value> {
-        Future(on: .none, file: #fileID, line: #line, operationWithMover: { completion, mover in
+        Future(observingOn: .none, file: #fileID, line: #line, operationWithMover: { completion, mover in
             // The continuation stays on this future until it completes; the operation's disposable
             // does nothing, so a cancellation stops here.
             mover.moveInside(self).onResult(on: .none) { completion($0) }

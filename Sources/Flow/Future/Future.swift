@@ -208,6 +208,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 
     /// Where this future was created, for descriptions and abandonment errors.
     var creationSite: String { "\(creationFile):\(creationLine)" }
+
+    /// Whether releasing this future's completion callback uncalled is reported (see
+    /// `AbandonmentReport`): not for the library's operations that complete only through a future they
+    /// observe, which can be abandoned only because that future never completes. Written before the
+    /// operation first runs.
+    final var reportsAbandonment = true
     #endif
 
     /// Creates a future holding `result`, or a pending one when `result` is `nil`.
@@ -522,6 +528,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // A repetition is the same operation: in debug builds it names the original's creation site.
         #if DEBUG
         let fresh = Future(initialResult: nil, file: creationFile, line: creationLine, countedLike: liveCount)
+        fresh.reportsAbandonment = reportsAbandonment
         #else
         let fresh = Future(initialResult: nil, file: "(repetition)", line: 0, countedLike: liveCount)
         #endif

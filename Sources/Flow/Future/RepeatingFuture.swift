@@ -21,12 +21,16 @@ struct RepeatPolicy<Value: Sendable>: Sendable {
 /// of it) until the policy says stop, and completes with the last result.
 final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @unchecked Sendable {
     // @unchecked Sendable: `original`, `policy` and `scheduler` are immutable; `attempt`,
-    // `repetitions`, `pendingDelay` and `pendingDecision` are guarded by the inherited lock.
+    // `repetitions`, `repetitionsSinceYield`, `pendingDelay` and `pendingDecision` are guarded by the
+    // inherited lock.
     let original: Future<Value>
     let policy: RepeatPolicy<Value>
     let scheduler: Scheduler
     private var attempt: Future<Value>
     private var repetitions = 0
+    /// Re-runs started at once, without a delay, since the repetition last went through the
+    /// scheduler's queue.
+    private var repetitionsSinceYield = 0
     /// The delay between two executions, for cancellation.
     private var pendingDelay: Disposable?
     /// The predicate's pending decision and this future's listener on it, for cancellation.
@@ -84,11 +88,13 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             complete(with: result)  // a false or failing predicate ends with the last result
             return
         }
-        let repetition = withLock {
+        let delay = withLock { () -> Double? in
             repetitions += 1
-            return repetitions
+            let delay = policy.delay(beforeRepetition: repetitions)
+            repetitionsSinceYield = delay == nil ? repetitionsSinceYield + 1 : 0
+            return delay
         }
-        if let delay = policy.delay(beforeRepetition: repetition) {
+        if let delay {
             // A future of the timer that fails if the timer is dropped uncalled (its loop closed),
             // so that the repetition ends with that error instead of waiting for good.
             let scheduler = self.scheduler
@@ -109,8 +115,34 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
                 return true
             }
             if !stillPending { wait.cancel() }
+        } else if withLock({ repetitionsSinceYield > RepeatingFuture.immediateRepetitionsBetweenYields }) {
+            withLock { repetitionsSinceYield = 0 }
+            startAttemptAfterYielding()
         } else {
             startAttempt()
+        }
+    }
+
+    /// How many re-runs without a delay start at once, one after the other, before the next goes
+    /// through the scheduler's queue. Few enough that an operation failing at once, repeated without
+    /// limit, returns to its caller and lets the scheduler's other work (a timer, I/O, a `cancel()`)
+    /// run between bursts; enough that a handful of quick retries costs no queue round trip.
+    static var immediateRepetitionsBetweenYields: Int { 16 }
+
+    /// Starts the next run from the scheduler's queue rather than from this call: on ``Scheduler/none``,
+    /// which has no queue, from the background queue's (as its delays use the background queue's timer).
+    private func startAttemptAfterYielding() {
+        switch scheduler.backend {
+        case .loop(let loop):
+            do {
+                try loop.submit { [self] in startAttempt() }
+            } catch {
+                complete(with: .failure(error))  // the loop closed: nothing can run the repetition
+            }
+        case .immediate:
+            Scheduler.background.enqueue { [self] in startAttempt() }
+        case .queue, .custom:
+            scheduler.enqueue { [self] in startAttempt() }
         }
     }
 
@@ -167,6 +199,11 @@ extension Future {
     ///
     /// A repetition re-runs the whole upstream operation: every step this future derives from. Futures
     /// created outside an operation run again only if moved inside it with a ``Mover``.
+    ///
+    /// Without a delay, a repetition starts at once, 16 in a row at most: the next goes through
+    /// `scheduler`'s queue (for ``Scheduler/none``, the background queue's), so that an operation failing
+    /// at once, repeated without limit, still returns to the caller and lets the scheduler's timers, I/O
+    /// and a `cancel()` run between repetitions.
     ///
     /// ```swift
     /// data(at: url).onErrorRepeat(delayBetweenRepetitions: 2, maxRepetitions: 3)   // runs at most 4 times

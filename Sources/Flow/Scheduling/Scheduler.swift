@@ -323,7 +323,12 @@ public final class Scheduler: Sendable {
     private static let queueIdentityKey = DispatchSpecificKey<QueueIdentity>()
 
     private static func runOnLoopAndWait<T>(_ loop: EventLoop, _ work: () -> T) -> T {
-        withoutActuallyEscaping(work) { work in
+        // A loop whose context blocks here cannot run its own work meanwhile: if `loop` waits for it,
+        // directly or through other loops, both wait for good. Refused, with the loops named.
+        let waiter = LoopSyncWaits.loopInContext(ThreadContext.current)
+        if let waiter { LoopSyncWaits.begin(waiter: waiter, target: loop) }
+        defer { if let waiter { LoopSyncWaits.end(waiter: waiter) } }
+        return withoutActuallyEscaping(work) { work in
             let handoff = SyncHandoff<T>(work)
             let done = DispatchSemaphore(value: 0)
             loop.execute {

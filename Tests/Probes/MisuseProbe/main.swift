@@ -32,6 +32,12 @@ let misuses: [(name: String, commit: () -> Void)] = [
         let deferred = Deferred<Int>()
         loop.scheduler.sync { _ = deferred.wait(until: .distantFuture) }
     }),
+    ("syncCycleBetweenLoops", {
+        // The main thread counts as the main loop's context: it waits here for 'probe.other', whose
+        // work then waits for the main loop.
+        let other = EventLoop.startOnNewThread(name: "probe.other")
+        print(other.scheduler.sync { Scheduler.main.sync { 42 } })
+    }),
     ("nanLoopDelay", { EventLoop(name: "probe.delay").execute(after: .nan) {} }),
     ("infiniteLoopDelay", { EventLoop(name: "probe.delay").execute(after: .infinity) {} }),
     ("negativeInfiniteLoopDelay", { EventLoop(name: "probe.delay").execute(after: -.infinity) {} }),
