@@ -207,10 +207,7 @@ struct FlowLoopAsNIOExecutorTests {
         }
     }
 
-    @Test(
-        "a repeated task with no delay, cancelled from another thread, stops, and execute still runs meanwhile",
-        .disabled("needs the loop's zero-delay timer fix (#27 item 1)")
-    )
+    @Test("a repeated task with no delay, cancelled from another thread, stops, and execute still runs meanwhile")
     func zeroDelayRepeatedTaskCancelledFromAnotherThread() async throws {
         try await withFlowLoop { flowLoop async throws in
             let nioLoop = flowLoop.nioEventLoop
