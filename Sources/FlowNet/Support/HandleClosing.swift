@@ -20,9 +20,11 @@ package final class HandleClosing: @unchecked Sendable {
     /// A future completed once the handles are closed: hops to `loop`, queues the future (or completes
     /// it at once if already closed), then runs `beginClosing`, which should call ``beginClosing()``
     /// and start closing only if that returns `true`. Callable from any thread.
-    package func close(on loop: EventLoop, beginClosing: @escaping @Sendable () -> Void) -> Future<Void> {
+    package func close(
+        on loop: EventLoop, caller: @autoclosure () -> String = "close()", beginClosing: @escaping @Sendable () -> Void
+    ) -> Future<Void> {
         let closed = PendingResult<Void>()
-        loop.inContext { [self] in
+        loop.inContext(caller()) { [self] in
             wait(closed)
             beginClosing()
         }
