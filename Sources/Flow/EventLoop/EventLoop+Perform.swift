@@ -27,8 +27,8 @@ extension EventLoop {
     ///
     /// Waiting from inside another loop's work blocks that loop until `body` has run, which is safe
     /// unless this loop is itself waiting for that one; from async code and from other loops'
-    /// callbacks prefer ``perform(_:)``, which never blocks. Calling it for a closed loop stops the
-    /// program with a message.
+    /// callbacks prefer ``perform(_:)``, which never blocks. Calling it off the loop for a closed loop,
+    /// or for a loop other than ``main`` that is not running, stops the program with a message.
     public func performAndWait<Value, Failure: Error>(_ body: () throws(Failure) -> Value) throws(Failure) -> Value {
         try performAndWait("EventLoop.performAndWait", body)
     }
@@ -50,7 +50,8 @@ extension EventLoop {
     /// ```
     ///
     /// A `Future` form is `Future(on: loop.scheduler) { ... }`, which runs its block the same way.
-    /// Calling it for a closed loop stops the program with a message.
+    /// Calling it off the loop for a closed loop, or for a loop other than ``main`` that is not
+    /// running, stops the program with a message.
     public func perform<Value: Sendable, Failure: Error>(
         _ body: @escaping @Sendable () throws(Failure) -> Value
     ) async throws(Failure) -> Value {
@@ -66,6 +67,7 @@ extension EventLoop {
             return try body()
         }
         assertOpen(caller())
+        assertSomethingRunsIt(caller())
         let outcome: Swift.Result<Value, Failure> = scheduler.sync {
             Swift.Result { () throws(Failure) -> Value in try body() }
         }
@@ -81,6 +83,7 @@ extension EventLoop {
             return try body()
         }
         assertOpen(caller())
+        assertSomethingRunsIt(caller())
         let outcome: Swift.Result<Value, Failure> = await withCheckedContinuation { continuation in
             execute {
                 continuation.resume(returning: Swift.Result { () throws(Failure) -> Value in try body() })
@@ -97,6 +100,16 @@ extension EventLoop {
             work()
         } else {
             execute(work)
+        }
+    }
+
+    /// Stops the program with a message naming `caller` if a loop other than ``main`` is not running:
+    /// a caller waiting for it would wait for ever when it is the thread meant to run the loop next
+    /// (`listen` before `run()` on the same thread), which used to stop with "must be called on the
+    /// loop". ``main`` is run by the main thread or the Dispatch main queue, which this cannot tell.
+    private func assertSomethingRunsIt(_ caller: @autoclosure () -> String) {
+        if !isMainLoop && !isRunning {
+            misuseFailure("\(caller()): the loop '\(name)' is not running, so nothing would run this and the caller would wait for ever; call it from the loop's work (execute), or once the loop runs (EventLoop.startOnNewThread returns a running loop)")
         }
     }
 

@@ -60,6 +60,10 @@ let misuses: [(name: String, commit: () -> Void)] = [
         try! EventLoop.main.close()
         socket.close()
     }),
+    ("bindOnALoopNotRunning", {
+        let loop = EventLoop(name: "probe.idle")
+        _ = try? UDPSocket.bind(on: loop)
+    }),
     ("tcpSendOnClosedMainLoop", {
         let listener = try! TCPListener.listen(port: 0, on: .main) { _ in }
         let connection = try! EventLoop.main.run(until: TCPConnection.connect(to: listener.localAddress, on: .main))
