@@ -108,6 +108,14 @@ struct AnyThreadSystemTests {
             await #expect(throws: EventLoopError.self) {
                 _ = try await ChildProcess.spawnAsync(folder.file("missing"), on: loop)
             }
+            var ends: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0)
+            let readEnd = ends[0]
+            let stream = try await Task.detached { try await StandardStreams.openAsync(descriptor: readEnd, on: loop) }.value
+            #expect(write(ends[1], "hi", 2) == 2)
+            #expect(try await stream.read().get() == Array("hi".utf8))
+            try await stream.close().get()
+            close(ends[1])
         }
     }
 }

@@ -71,6 +71,19 @@ public enum StandardStreams {
             }
         }
     }
+
+    /// Wraps an inherited descriptor like ``open(descriptor:on:)``, from async code: the task waits for
+    /// the loop without blocking a thread. Named apart from the synchronous form, which async callers
+    /// without `await` keep.
+    ///
+    /// ```swift
+    /// let extra = try await StandardStreams.openAsync(descriptor: 3, on: loop)
+    /// ```
+    public static func openAsync(descriptor: Int32, on loop: EventLoop = .main) async throws -> StreamConnection {
+        try await loop.perform("StandardStreams.openAsync") { () throws -> StreamConnection in
+            try open(descriptor: descriptor, on: loop)
+        }
+    }
 }
 
 /// Why ``StandardStreams`` could not make a stream.
