@@ -15,7 +15,7 @@ import Flow
 /// The listener stays open until ``close()``, which also removes the socket file.
 public final class PipeListener: @unchecked Sendable {
     // @unchecked Sendable: the handle, `onAccept` and `closing` are used only in the loop's context;
-    // `listen` asserts it and `close()` hops to the loop.
+    // `listen` runs on the loop (`performAndWait`) and `close()` hops there.
 
     /// The loop accepting connections.
     public let loop: EventLoop

@@ -7,7 +7,7 @@ import Synchronization
 /// Loop context only, like the handles it describes.
 package final class HandleClosing: @unchecked Sendable {
     // @unchecked Sendable: every member is used only in the owner's loop context (`close(on:...)`
-    // hops there; the owner's other callers assert it).
+    // hops there; the owner's other methods run on the loop too).
 
     /// Whether closing has not begun.
     package private(set) var isOpen = true

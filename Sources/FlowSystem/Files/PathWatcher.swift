@@ -14,7 +14,7 @@ import FlowNet
 /// A watcher stays open, and keeps its loop running, until ``close()``.
 public final class PathWatcher: @unchecked Sendable {
     // @unchecked Sendable: the handle, `handler` and `isOpen` are used only in the loop's context
-    // (`watch` asserts it, `close()` hops there), as is `closing`; `changeStreams` locks itself.
+    // (`watch` runs on the loop, `close()` hops there), as is `closing`; `changeStreams` locks itself.
 
     /// A change libuv saw.
     public struct Change: Sendable, Hashable {

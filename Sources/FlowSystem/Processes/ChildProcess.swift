@@ -28,7 +28,7 @@ import Glibc
 /// child (`waitpid(-1, ...)`, `SIGCHLD` ignored) would take the exit before libuv sees it, and ``exit``
 /// would never complete.
 public final class ChildProcess: @unchecked Sendable {
-    // @unchecked Sendable: `handle` and `hasExited` are used only in the loop's context (`spawn` asserts
+    // @unchecked Sendable: `handle` and `hasExited` are used only in the loop's context (`spawn` runs on
     // it, `kill` hops there); the rest is immutable.
 
     /// What a child's standard input, output or error is connected to.

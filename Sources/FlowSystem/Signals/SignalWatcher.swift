@@ -33,7 +33,7 @@ import Glibc
 /// sequences and frees what the handles held.
 public final class SignalWatcher: @unchecked Sendable {
     // @unchecked Sendable: `handles`, `handler` and `closing` are used only in the loop's context
-    // (`watch` asserts it, `close()` hops there); `signalStreams` locks itself.
+    // (`watch` runs on the loop, `close()` hops there); `signalStreams` locks itself.
 
     /// The loop the signals are delivered on.
     public let loop: EventLoop
