@@ -146,7 +146,7 @@ let package = Package(
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
         // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
-        .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred"], path: "Tests/Probes/MisuseProbe"),
+        .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet"], path: "Tests/Probes/MisuseProbe"),
         // What the test targets share: loop runners with leak and hang checks, the live-futures trait,
         // example processes. A plain target, not a product.
         .target(name: "FlowTestSupport", dependencies: ["Flow", "CLibUV"], path: "Tests/FlowTestSupport"),

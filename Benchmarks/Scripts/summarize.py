@@ -75,12 +75,14 @@ DESCRIPTIONS = {
     "P16": "spawning `/bin/true` and collecting its exit, 1,000 times in a row",
     "P17": "resolving `localhost` 10,000 times in a row (NIO: connect by name − by address)",
     "P17-connect": "connecting to `localhost` by name and to its address (a listener on the same loop), 1,000 each",
+    "P18-hop": "`UDPSocket.setBroadcast(true)` 200k times: on the loop, from a thread (waits), from a task (`perform`)",
 }
 
 NAMES = {
     "libuv": "libuv C", "nio": "NIO", "dispatch": "Dispatch", "flow": "Flow loop.execute",
     "dispatch-capturing": "Dispatch capturing", "combine": "OpenCombine", "asyncstream": "AsyncStream",
     "async": "async/await hop", "foundation": "Foundation", "posix-spawn": "posix_spawn C",
+    "flow-thread": "from a thread", "flow-async": "from a task",
 }
 
 # The allocation count reported next to each timed metric.

@@ -29,6 +29,10 @@ struct MisuseMessageTests {
         "signalSendFromCleanUp": "Signal: a value was sent from inside the signal's own clean-up",
         "negativeTake": "take(first:): the count must not be negative, not -1",
         "negativeDebounce": "debounce: the delay must be a finite number of seconds ≥ 0, not -1.0",
+        "udpSendOnClosedMainLoop": "UDPSocket.send: the loop 'flow.main' is closed, so its handles cannot be used any more",
+        "udpCloseOnClosedMainLoop": "UDPSocket.close: the loop 'flow.main' is closed, so its handles cannot be used any more",
+        "bindOnALoopNotRunning": "UDPSocket.bind: the loop 'probe.idle' is not running, so nothing would run this and the caller would wait for ever",
+        "tcpSendOnClosedMainLoop": "TCPConnection.send: the loop 'flow.main' is closed, so its handles cannot be used any more",
     ]
 
     static var cases: [String] { expectedMessages.keys.sorted() }

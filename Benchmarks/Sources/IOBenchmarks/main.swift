@@ -21,6 +21,7 @@ let workloads: [String: [String: Workload]] = [
     ],
     "P17": ["flow": NameWorkloads.flowResolve, "nio": NameWorkloads.nioResolveThroughConnect],
     "P17-connect": ["flow": NameWorkloads.flowResolveThroughConnect, "nio": NameWorkloads.nioResolveThroughConnect],
+    "P18-hop": ["flow": HopWorkloads.onLoop, "flow-thread": HopWorkloads.fromThread, "flow-async": HopWorkloads.fromTask],
 ]
 
 runWorkloadFromCommandLine(workloads)

@@ -6,7 +6,7 @@
 /// program with a message if it is ever touched elsewhere.
 ///
 /// ```swift
-/// let parser = LoopBound(RequestParser(), loop: loop)   // created on the loop
+/// let parser = LoopBound(RequestParser(), loop: loop)   // created on any thread
 /// connection.onChunk(on: loop.scheduler) { bytes in parser.value.feed(bytes) }
 /// ```
 public struct LoopBound<Value>: @unchecked Sendable {
@@ -16,9 +16,15 @@ public struct LoopBound<Value>: @unchecked Sendable {
     /// The loop the value belongs to.
     public let loop: EventLoop
 
-    /// Wraps `value`; must be called in `loop`'s context.
+    /// Wraps `value`. Callable from any thread: only ``value`` is confined to the loop, so a value
+    /// made elsewhere (in a Dispatch queue, a task, another loop's work) can be handed to the loop this
+    /// way, provided the caller keeps no other reference to it that it goes on using.
+    ///
+    /// ```swift
+    /// let parser = LoopBound(RequestParser(), loop: flowLoop)   // from any thread
+    /// flowLoop.execute { parser.value.reset() }
+    /// ```
     public init(_ value: Value, loop: EventLoop) {
-        loop.assertInLoopContext("LoopBound.init")
         storage = value
         self.loop = loop
     }
@@ -44,9 +50,15 @@ public final class LoopBoundBox<Value>: @unchecked Sendable {
     /// The loop the value belongs to.
     public let loop: EventLoop
 
-    /// Wraps `value`; must be called in `loop`'s context.
+    /// Wraps `value`. Callable from any thread, like ``LoopBound/init(_:loop:)``: only ``value`` is
+    /// confined to the loop; the box's initial value is published to the loop by whatever hands the
+    /// box over (`execute`, a future, a handler installed through `performAndWait`).
+    ///
+    /// ```swift
+    /// let requestCount = LoopBoundBox(0, loop: flowLoop)   // from a Dispatch queue, a task, ...
+    /// flowLoop.execute { requestCount.value += 1 }
+    /// ```
     public init(_ value: Value, loop: EventLoop) {
-        loop.assertInLoopContext("LoopBoundBox.init")
         storage = value
         self.loop = loop
     }

@@ -58,7 +58,8 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
 
     /// Wraps a descriptor this process already has open (a pipe or a stream socket; for a terminal,
     /// see FlowSystem's `StandardStreams`). The connection owns the descriptor from then on and closes
-    /// it; when this throws, the descriptor stays the caller's. Loop context only.
+    /// it; when this throws, the descriptor stays the caller's. Callable from any thread (off the loop
+    /// it waits for the loop).
     ///
     /// ```swift
     /// let input = try PipeConnection.open(fileDescriptor: 0, on: .main)   // standard input, a pipe
@@ -68,31 +69,46 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
     ///   socket: read as a stream it would lose where its datagrams begin and end, and an empty
     ///   datagram would read as the end of the stream. Use `UDPSocket` for datagrams.
     public static func open(fileDescriptor: Int32, on loop: EventLoop = .main) throws(EventLoopError) -> PipeConnection {
-        guard uv_guess_handle(fileDescriptor) != UV_UDP else { throw EventLoop.error(UV_EPROTOTYPE.rawValue) }
-        let connection = try PipeConnection(loop: loop)
-        let status = uv_pipe_open(connection.pipeHandle, fileDescriptor)
-        guard status == 0 else {
-            connection.beginClosing()
-            throw EventLoop.error(status)
+        try loop.performAndWait("PipeConnection.open") { () throws(EventLoopError) in
+            guard uv_guess_handle(fileDescriptor) != UV_UDP else { throw EventLoop.error(UV_EPROTOTYPE.rawValue) }
+            let connection = try PipeConnection(loop: loop)
+            let status = uv_pipe_open(connection.pipeHandle, fileDescriptor)
+            guard status == 0 else {
+                connection.beginClosing()
+                throw EventLoop.error(status)
+            }
+            return connection
         }
-        return connection
     }
 
-    /// The path of the socket this end is bound to (a listener's path), or `nil`. Loop context only.
+    /// Wraps a descriptor like ``open(fileDescriptor:on:)``, from async code, without blocking a thread.
+    ///
+    /// ```swift
+    /// let input = try await PipeConnection.openAsync(fileDescriptor: descriptor, on: loop)
+    /// ```
+    public static func openAsync(fileDescriptor: Int32, on loop: EventLoop = .main) async throws(EventLoopError) -> PipeConnection {
+        try await loop.perform("PipeConnection.openAsync") { () throws(EventLoopError) in
+            try open(fileDescriptor: fileDescriptor, on: loop)
+        }
+    }
+
+    /// The path of the socket this end is bound to (a listener's path), or `nil`. Callable from any
+    /// thread.
     public var localPath: String? { name(of: uv_pipe_getsockname) }
 
-    /// The path of the socket at the other end, or `nil` (a pipe has none). Loop context only.
+    /// The path of the socket at the other end, or `nil` (a pipe has none). Callable from any thread.
     public var remotePath: String? { name(of: uv_pipe_getpeername) }
 
     private func name(
         of query: (UnsafePointer<uv_pipe_t>?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?) -> Int32
     ) -> String? {
-        loop.assertInLoopContext("PipeConnection path")
-        guard closing.isOpen else { return nil }
-        var buffer = [CChar](repeating: 0, count: 256)
-        var length = buffer.count
-        guard query(pipeHandle, &buffer, &length) == 0, length > 0 else { return nil }
-        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        loop.performAndWait("PipeConnection path") {
+            guard closing.isOpen else { return nil }
+            var buffer = [CChar](repeating: 0, count: 256)
+            var length = buffer.count
+            guard query(pipeHandle, &buffer, &length) == 0, length > 0 else { return nil }
+            return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
     }
 }
 

@@ -15,7 +15,7 @@ import Flow
 /// The listener stays open until ``close()``, which also removes the socket file.
 public final class PipeListener: @unchecked Sendable {
     // @unchecked Sendable: the handle, `onAccept` and `closing` are used only in the loop's context;
-    // `listen` asserts it and `close()` hops to the loop.
+    // `listen` runs on the loop (`performAndWait`) and `close()` hops there.
 
     /// The loop accepting connections.
     public let loop: EventLoop
@@ -27,12 +27,13 @@ public final class PipeListener: @unchecked Sendable {
     private var onAccept: ((PipeConnection) -> Void)?
     private let closing = HandleClosing()
     /// How many times accepting an incoming connection failed, as libuv reports it (running out of file
-    /// descriptors, above all); reported through `FlowDiagnostics` as ``TCPListener``'s are. Loop
-    /// context only.
-    public var failedAcceptCount: Int { failedAccepts.count }
+    /// descriptors, above all); reported through `FlowDiagnostics` as ``TCPListener``'s are. Callable
+    /// from any thread (read on the loop).
+    public var failedAcceptCount: Int { loop.performAndWait("PipeListener.failedAcceptCount") { failedAccepts.count } }
     private var failedAccepts = FailureCount.accepts
 
-    /// Listens at `path`. Loop context only.
+    /// Listens at `path`. Callable from any thread: off the loop it opens the socket on the loop and
+    /// waits for it; from async code use ``listenAsync(path:backlog:on:onAccept:)``, which never blocks.
     ///
     /// ```swift
     /// let listener = try PipeListener.listen(path: folder + "/app.sock") { connection in serve(connection) }
@@ -51,7 +52,32 @@ public final class PipeListener: @unchecked Sendable {
         path: String, backlog: Int32 = 511, on loop: EventLoop = .main,
         onAccept: @escaping (PipeConnection) -> Void
     ) throws(EventLoopError) -> PipeListener {
-        loop.assertInLoopContext("PipeListener.listen")
+        try loop.performAndWait("PipeListener.listen") { () throws(EventLoopError) in
+            try listenOnLoop(path: path, backlog: backlog, on: loop, onAccept: onAccept)
+        }
+    }
+
+    /// Listens at `path` like ``listen(path:backlog:on:onAccept:)``, from async code: the task waits
+    /// for the loop without blocking a thread. Named apart from the synchronous form, which async
+    /// callers without `await` keep.
+    ///
+    /// ```swift
+    /// let listener = try await PipeListener.listenAsync(path: folder + "/app.sock", on: loop) { connection in
+    ///     connection.close()
+    /// }
+    /// ```
+    public static func listenAsync(
+        path: String, backlog: Int32 = 511, on loop: EventLoop = .main,
+        onAccept: @escaping @Sendable (PipeConnection) -> Void
+    ) async throws(EventLoopError) -> PipeListener {
+        try await loop.perform("PipeListener.listenAsync") { () throws(EventLoopError) in
+            try listenOnLoop(path: path, backlog: backlog, on: loop, onAccept: onAccept)
+        }
+    }
+
+    private static func listenOnLoop(
+        path: String, backlog: Int32, on loop: EventLoop, onAccept: @escaping (PipeConnection) -> Void
+    ) throws(EventLoopError) -> PipeListener {
         try SocketPath.validate(path)
         BrokenPipeSignal.ignored
         let handle = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
@@ -117,7 +143,7 @@ public final class PipeListener: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        closing.close(on: loop) { [self] in beginClosing() }
+        closing.close(on: loop, caller: "PipeListener.close") { [self] in beginClosing() }
     }
 
     private func beginClosing() {

@@ -63,6 +63,7 @@ public enum NameResolver {
     }
 
     /// The addresses of `host` for a service named in `/etc/services` (`"http"`) or a numeric port.
+    /// A numeric service above 65535 fails with `EINVAL: invalid argument`, as a port would.
     ///
     /// ```swift
     /// NameResolver.resolve(host: "localhost", service: "http").onValue { print($0) }   // [127.0.0.1:80, ...]
@@ -98,7 +99,7 @@ public enum NameResolver {
         host: String, service: String, family: Family, on loop: EventLoop
     ) -> Future<[SocketAddress]> {
         // C would look up the name only up to a NUL byte: another name than the one given.
-        guard host.isWholeCString, service.isWholeCString else {
+        guard host.isWholeCString, service.isWholeCString, !isOutOfRangePort(service) else {
             return Future(error: EventLoop.error(UV_EINVAL.rawValue))
         }
         let lookup = AddressLookup(host: host, service: service, family: family.value)
@@ -106,20 +107,70 @@ public enum NameResolver {
         return lookup.result.future(onCancel: { loop.inContext { lookup.cancel() } })
     }
 
-    /// Resolves `host` on the calling thread, blocking it: for start-up code such as
-    /// ``TCPListener/listen(host:port:backlog:reusePort:on:onAccept:)``, which has no future to give.
+    /// Resolves `host` on the calling thread, blocking it: for the synchronous entry points such as
+    /// ``TCPListener/listen(host:port:backlog:reusePort:on:onAccept:)``, which have no future to give.
+    /// Called off the loop it blocks only the caller's thread (the C library's `getaddrinfo`, which
+    /// touches no loop state); in the loop's context it blocks the loop, which the `async` forms avoid.
     static func resolveNow(host: String, port: Int, on loop: EventLoop) throws(EventLoopError) -> [SocketAddress] {
         if let numeric = try? SocketAddress(host: host, port: port) { return [numeric] }
         guard (0...65535).contains(port), host.isWholeCString else { throw EventLoop.error(UV_EINVAL.rawValue) }
         var hints = AddressLookup.hints(family: AF_UNSPEC)
-        var request = uv_getaddrinfo_t()
-        // Without a callback libuv resolves on the calling thread and leaves the list in the request.
-        let status = uv_getaddrinfo(loop.unsafeLoopPointer, &request, nil, host, String(port), &hints)
-        guard status == 0 else { throw EventLoop.error(status) }
-        defer { uv_freeaddrinfo(request.addrinfo) }
-        let addresses = AddressLookup.addresses(in: request.addrinfo)
+        let addresses: [SocketAddress]
+        if loop.isInLoopContext {
+            var request = uv_getaddrinfo_t()
+            // Without a callback libuv resolves on the calling thread and leaves the list in the request.
+            let status = uv_getaddrinfo(loop.unsafeLoopPointer, &request, nil, host, String(port), &hints)
+            guard status == 0 else { throw EventLoop.error(status) }
+            defer { uv_freeaddrinfo(request.addrinfo) }
+            addresses = AddressLookup.addresses(in: request.addrinfo)
+        } else {
+            // `uv_getaddrinfo` counts its request in the loop's state, which only the loop may touch.
+            var list: UnsafeMutablePointer<addrinfo>?
+            let status = getaddrinfo(host, String(port), &hints, &list)
+            guard status == 0 else { throw EventLoop.error(libuvStatus(ofLookupFailure: status)) }
+            defer { freeaddrinfo(list) }
+            addresses = AddressLookup.addresses(in: list)
+        }
         guard !addresses.isEmpty else { throw EventLoop.error(UV_EAI_NODATA.rawValue) }
         return addresses
+    }
+
+    /// The addresses of `host` with `port`, looked up on libuv's thread pool: for the `async` entry
+    /// points, whose loop never waits for a lookup.
+    static func resolveWithoutBlocking(host: String, port: Int, on loop: EventLoop) async throws(EventLoopError) -> [SocketAddress] {
+        if let numeric = try? SocketAddress(host: host, port: port) { return [numeric] }
+        return try await resolve(host: host, port: port, on: loop).valueOrEventLoopError()
+    }
+
+    /// libuv's code for a `getaddrinfo` failure, as `uv_getaddrinfo` reports it.
+    private static func libuvStatus(ofLookupFailure status: Int32) -> Int32 {
+        switch status {
+        case EAI_AGAIN: UV_EAI_AGAIN.rawValue
+        case EAI_BADFLAGS: UV_EAI_BADFLAGS.rawValue
+        case EAI_FAIL: UV_EAI_FAIL.rawValue
+        case EAI_FAMILY: UV_EAI_FAMILY.rawValue
+        case EAI_MEMORY: UV_EAI_MEMORY.rawValue
+        case EAI_NONAME: UV_EAI_NONAME.rawValue
+        case EAI_OVERFLOW: UV_EAI_OVERFLOW.rawValue
+        case EAI_SERVICE: UV_EAI_SERVICE.rawValue
+        case EAI_SOCKTYPE: UV_EAI_SOCKTYPE.rawValue
+        case EAI_SYSTEM: -errno
+        // glibc's EAI_NODATA and EAI_ADDRFAMILY (a name without addresses of the family asked for).
+        case -5: UV_EAI_NODATA.rawValue
+        case -9: UV_EAI_ADDRFAMILY.rawValue
+        default: UV_EAI_FAIL.rawValue
+        }
+    }
+
+    /// Whether `service` is a port number outside 0...65535, which `getaddrinfo` would take modulo
+    /// 65,536 (`"99999"` as port 34463): refused with `EINVAL`, as ``resolve(host:port:family:on:)``
+    /// refuses such a port.
+    static func isOutOfRangePort(_ service: String) -> Bool {
+        guard !service.isEmpty, service.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return false
+        }
+        guard let port = Int(service) else { return true }   // more digits than an Int holds
+        return port > 65535
     }
 }
 

@@ -17,7 +17,8 @@ extension StreamConnection {
     }
 
     /// Starts reading, calling `handler` with each chunk as it arrives: the fast path, with no copy
-    /// and no allocation per chunk. Loop context only. A connection has one way of reading: this, or
+    /// and no allocation per chunk. Callable from any thread (off the loop it waits until the handler
+    /// is in place); the handler runs on the loop. A connection has one way of reading: this, or
     /// ``read()`` / ``chunks``.
     ///
     /// ```swift
@@ -33,7 +34,10 @@ extension StreamConnection {
     /// connection already closing or closed, it is called once, from the loop, with `.failed` and
     /// `ECANCELED`, as ``read()`` fails then.
     public func onRead(_ handler: @escaping (ReadEvent) -> Void) {
-        loop.assertInLoopContext("\(type(of: self)).onRead")
+        loop.performAndWait("\(type(of: self)).onRead") { setReadHandler(handler) }
+    }
+
+    private func setReadHandler(_ handler: @escaping (ReadEvent) -> Void) {
         switch readMode {
         case .futures:
             misuseFailure("\(type(of: self)).onRead: the connection is already read with read() or chunks")
@@ -59,7 +63,8 @@ extension StreamConnection {
 
     /// Stops reading until ``resumeReading()``: the peer's bytes wait in the kernel, and once its
     /// buffers fill up the peer's writes wait too. This is how a server slows down a client it cannot
-    /// keep up with (see ``whenWritable()``). Loop context only.
+    /// keep up with (see ``whenWritable()``). Callable from any thread (off the loop it waits until
+    /// reading has stopped).
     ///
     /// ```swift
     /// if !connection.isWritable {
@@ -68,17 +73,19 @@ extension StreamConnection {
     /// }
     /// ```
     public func pauseReading() {
-        loop.assertInLoopContext("\(type(of: self)).pauseReading")
-        isReadingPaused = true
-        stopLibuvReading()
+        loop.performAndWait("\(type(of: self)).pauseReading") {
+            isReadingPaused = true
+            stopLibuvReading()
+        }
     }
 
-    /// Reads again after ``pauseReading()``. Loop context only.
+    /// Reads again after ``pauseReading()``. Callable from any thread.
     public func resumeReading() {
-        loop.assertInLoopContext("\(type(of: self)).resumeReading")
-        guard isReadingPaused else { return }
-        isReadingPaused = false
-        if case .handler = readMode { startLibuvReading() }
+        loop.performAndWait("\(type(of: self)).resumeReading") {
+            guard isReadingPaused else { return }
+            isReadingPaused = false
+            if case .handler = readMode { startLibuvReading() }
+        }
     }
 
     /// The next chunk of bytes, or `nil` once the peer has closed its side. Fails with the read error

@@ -47,13 +47,20 @@ extension StreamConnection {
 
     /// Writes `bytes` without making a future: the hot path for servers. `completion`, if given, runs on
     /// the loop with `nil` once the kernel has the bytes, or with the error; never before this call
-    /// returns. Loop context only.
+    /// returns. Callable from any thread: off the loop it waits until the loop has queued the bytes.
     ///
     /// ```swift
     /// connection.send(cannedResponse)
     /// ```
     public func send(_ bytes: SharedBytes, completion: ((EventLoopError?) -> Void)? = nil) {
-        loop.assertInLoopContext("\(type(of: self)).send")
+        guard loop.isInLoopContext, !loop.isClosed else {
+            loop.performAndWait("\(type(of: self)).send") { sendOnLoop(bytes, completion: completion) }
+            return
+        }
+        sendOnLoop(bytes, completion: completion)
+    }
+
+    private func sendOnLoop(_ bytes: SharedBytes, completion: ((EventLoopError?) -> Void)?) {
         guard closing.isOpen else {
             if let completion { reportLater(completion, .cancelledByClose) }
             return
@@ -113,19 +120,32 @@ extension StreamConnection {
     // MARK: Back-pressure
 
     /// The bytes written but not yet taken by the kernel: what this connection holds in memory for a
-    /// peer that reads slowly (libuv's `uv_stream_get_write_queue_size`). Loop context only.
+    /// peer that reads slowly (libuv's `uv_stream_get_write_queue_size`). Callable from any thread.
     public var queuedWriteBytes: Int {
-        loop.assertInLoopContext("\(type(of: self)).queuedWriteBytes")
+        guard loop.isInLoopContext, !loop.isClosed else {
+            return loop.performAndWait("\(type(of: self)).queuedWriteBytes") { queuedWriteBytesOnLoop }
+        }
+        return queuedWriteBytesOnLoop
+    }
+
+    private var queuedWriteBytesOnLoop: Int {
         guard closing.isOpen else { return 0 }
         return uv_stream_get_write_queue_size(handle)
     }
 
     /// Whether ``queuedWriteBytes`` is below ``writeBufferLimit``, or nothing is queued (whatever the
     /// limit: there is nothing to wait for then): false means stop producing until ``whenWritable()``
-    /// completes. Loop context only.
+    /// completes. Callable from any thread.
     public var isWritable: Bool {
-        let queued = queuedWriteBytes
-        return queued < writeBufferLimit || queued == 0
+        guard loop.isInLoopContext, !loop.isClosed else {
+            return loop.performAndWait("\(type(of: self)).isWritable") { isWritableOnLoop }
+        }
+        return isWritableOnLoop
+    }
+
+    var isWritableOnLoop: Bool {
+        let queued = queuedWriteBytesOnLoop
+        return queued < loopWriteBufferLimit || queued == 0
     }
 
     /// Completes once ``isWritable`` is true (at once if it is already), or fails with `ECANCELED` if

@@ -16,12 +16,13 @@ import Flow
 /// ```
 ///
 /// A connection stays open, and alive, until ``close()``: dropping the last reference does not
-/// close it. Methods returning a future may be called from any thread; the others (the read handler,
-/// ``send(_:completion:)``) only in the loop's context.
+/// close it. Every method may be called from any thread: off the loop, the synchronous ones (the read
+/// handler, ``send(_:completion:)``) run on the loop and wait for it, and handlers and completions
+/// always run on the loop.
 public class StreamConnection: @unchecked Sendable {
     // @unchecked Sendable: the libuv handle and every `var` below are used only in the loop's context.
-    // Loop-only methods check it with `assertInLoopContext`; the methods callable from any thread hop to
-    // the loop (`onLoop`) before touching anything.
+    // Every public method runs its work there: at once in the loop's context, otherwise through
+    // `EventLoop.performAndWait` (methods with a result) or `onLoop` (methods returning a future).
 
     /// The loop this connection belongs to.
     public let loop: EventLoop
@@ -45,15 +46,20 @@ public class StreamConnection: @unchecked Sendable {
     var spareWriteRequests: [WriteRequest] = []
 
     /// Bytes queued by ``write(_:)-(SharedBytes)`` and ``send(_:completion:)`` but not yet taken by the
-    /// kernel at which ``isWritable`` turns false. Loop context only. Defaults to 256 KiB; 0 holds
+    /// kernel at which ``isWritable`` turns false. Callable from any thread. Defaults to 256 KiB; 0 holds
     /// nothing back; a negative limit stops the program with a message.
-    public var writeBufferLimit = 256 * 1024 {
-        didSet {
+    public var writeBufferLimit: Int {
+        get {
+            loop.performAndWait("\(type(of: self)).writeBufferLimit") { loopWriteBufferLimit }
+        }
+        set {
             misusePrecondition(
-                writeBufferLimit >= 0,
-                "\(type(of: self)).writeBufferLimit: the limit must not be negative, not \(writeBufferLimit)")
+                newValue >= 0,
+                "\(type(of: self)).writeBufferLimit: the limit must not be negative, not \(newValue)")
+            loop.performAndWait("\(type(of: self)).writeBufferLimit") { loopWriteBufferLimit = newValue }
         }
     }
+    var loopWriteBufferLimit = 256 * 1024
 
     /// Takes ownership of `handle`, which `initialize` sets up on `loop` (`uv_tcp_init`, `uv_pipe_init`):
     /// on failure the memory is freed at once, since nothing was registered with libuv.
@@ -80,10 +86,9 @@ public class StreamConnection: @unchecked Sendable {
         UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
     }
 
-    /// Whether the connection is open (not closing or closed). Loop context only.
+    /// Whether the connection is open (not closing or closed). Callable from any thread.
     public var isOpen: Bool {
-        loop.assertInLoopContext("\(type(of: self)).isOpen")
-        return closing.isOpen
+        loop.performAndWait("\(type(of: self)).isOpen") { closing.isOpen }
     }
 
     // MARK: Closing
@@ -97,7 +102,7 @@ public class StreamConnection: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        closing.close(on: loop) { [self] in beginClosing() }
+        closing.close(on: loop, caller: "\(type(of: self)).close") { [self] in beginClosing() }
     }
 
     /// Closes the handle, unless already closing. Loop context only.
@@ -129,11 +134,7 @@ public class StreamConnection: @unchecked Sendable {
 
     /// Runs `work` in the loop's context: now if already there, else queued on the loop.
     func onLoop(_ work: @escaping @Sendable () -> Void) {
-        if loop.isInLoopContext {
-            work()
-        } else {
-            loop.execute(work)
-        }
+        loop.performOrQueue("\(type(of: self))", work)
     }
 }
 

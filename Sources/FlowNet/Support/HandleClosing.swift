@@ -7,7 +7,7 @@ import Synchronization
 /// Loop context only, like the handles it describes.
 package final class HandleClosing: @unchecked Sendable {
     // @unchecked Sendable: every member is used only in the owner's loop context (`close(on:...)`
-    // hops there; the owner's other callers assert it).
+    // hops there; the owner's other methods run on the loop too).
 
     /// Whether closing has not begun.
     package private(set) var isOpen = true
@@ -20,9 +20,11 @@ package final class HandleClosing: @unchecked Sendable {
     /// A future completed once the handles are closed: hops to `loop`, queues the future (or completes
     /// it at once if already closed), then runs `beginClosing`, which should call ``beginClosing()``
     /// and start closing only if that returns `true`. Callable from any thread.
-    package func close(on loop: EventLoop, beginClosing: @escaping @Sendable () -> Void) -> Future<Void> {
+    package func close(
+        on loop: EventLoop, caller: @autoclosure () -> String = "close()", beginClosing: @escaping @Sendable () -> Void
+    ) -> Future<Void> {
         let closed = PendingResult<Void>()
-        loop.inContext { [self] in
+        loop.inContext(caller()) { [self] in
             wait(closed)
             beginClosing()
         }

@@ -18,7 +18,7 @@ extension TCPConnection {
                 address.withSockaddr { uv_tcp_connect(request, connection.tcpHandle, $0, callback) }
             }
         }
-        if loop.isInLoopContext { run() } else { loop.execute(run) }
+        loop.inContext("TCPConnection.connect", run)
         return attempt.connected.future(onCancel: {
             if loop.isInLoopContext { attempt.cancel() } else { loop.execute { attempt.cancel() } }
         })

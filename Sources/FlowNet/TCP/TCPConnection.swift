@@ -38,12 +38,12 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
 
     // MARK: Addresses
 
-    /// The local address, or `nil` once closed. Loop context only.
+    /// The local address, or `nil` once closed. Callable from any thread.
     public var localAddress: SocketAddress? {
         address(of: uv_tcp_getsockname)
     }
 
-    /// The peer's address, or `nil` once closed or if not connected. Loop context only.
+    /// The peer's address, or `nil` once closed or if not connected. Callable from any thread.
     public var remoteAddress: SocketAddress? {
         address(of: uv_tcp_getpeername)
     }
@@ -51,14 +51,15 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
     private func address(
         of query: (UnsafePointer<uv_tcp_t>?, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<Int32>?) -> Int32
     ) -> SocketAddress? {
-        loop.assertInLoopContext("TCPConnection address")
-        guard closing.isOpen else { return nil }
-        var storage = sockaddr_storage()
-        var length = Int32(MemoryLayout<sockaddr_storage>.size)
-        let status = withUnsafeMutablePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { query(tcpHandle, $0, &length) }
+        loop.performAndWait("TCPConnection address") {
+            guard closing.isOpen else { return nil }
+            var storage = sockaddr_storage()
+            var length = Int32(MemoryLayout<sockaddr_storage>.size)
+            let status = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { query(tcpHandle, $0, &length) }
+            }
+            return status == 0 ? SocketAddress(storage: storage) : nil
         }
-        return status == 0 ? SocketAddress(storage: storage) : nil
     }
 
     /// Turns Nagle's algorithm off (the default for connections this module makes) or on.

@@ -24,7 +24,7 @@ import Glibc
 /// without telling their owners, whose memory then stays allocated.
 public final class TCPListener: @unchecked Sendable {
     // @unchecked Sendable: the handle, `onAccept` and `closing` are used only in the loop's context;
-    // `listen` asserts it and `close()` hops to the loop.
+    // `listen` and `close()` run their work there (`EventLoop.performAndWait`, `inContext`).
 
     /// The loop accepting connections.
     public let loop: EventLoop
@@ -44,15 +44,19 @@ public final class TCPListener: @unchecked Sendable {
     /// were accepted without reporting them, and when the process runs out of file descriptors it
     /// accepts and at once closes the pending ones with a descriptor it keeps in reserve, usually
     /// without reporting a failure at all.
-    public var failedAcceptCount: Int { failedAccepts.count }
+    public var failedAcceptCount: Int { loop.performAndWait("TCPListener.failedAcceptCount") { failedAccepts.count } }
     private var failedAccepts = FailureCount.accepts
 
-    /// Listens on `host` and `port`, 0 for any free port. Loop context only.
+    /// Listens on `host` and `port`, 0 for any free port. Callable from any thread: off the loop it
+    /// opens the socket on the loop and waits for it (see ``EventLoop/performAndWait(_:)``); from async
+    /// code use ``listenAsync(host:port:backlog:reusePort:on:onAccept:)``, which never blocks.
     ///
     /// `host` is a numeric address (`127.0.0.1`, `0.0.0.0` for every IPv4 interface, `::1`, `::` for
     /// every interface, IPv6 and IPv4) or a name such as `localhost`, resolved here, on the calling
     /// thread (from `/etc/hosts` for local names): the listener binds the first of its addresses that
-    /// can be bound.
+    /// can be bound. Called on the loop's thread, that lookup holds up the loop (a few microseconds
+    /// for `/etc/hosts`, as long as DNS takes for others); the `async` form looks names up on libuv's
+    /// thread pool.
     ///
     /// ```swift
     /// let listener = try TCPListener.listen(host: "localhost", port: 7000, on: .main) { connection in ... }
@@ -72,12 +76,58 @@ public final class TCPListener: @unchecked Sendable {
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
         on loop: EventLoop = .main, onAccept: @escaping (TCPConnection) -> Void
     ) throws(EventLoopError) -> TCPListener {
-        loop.assertInLoopContext("TCPListener.listen")
+        loop.assertOpen("TCPListener.listen")
         let addresses = try NameResolver.resolveNow(host: host, port: port, on: loop)
+        return try loop.performAndWait("TCPListener.listen") { () throws(EventLoopError) in
+            try listen(atFirstOf: addresses, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+        }
+    }
+
+    /// Listens on `host` and `port` like ``listen(host:port:backlog:reusePort:on:onAccept:)``, from
+    /// async code: a name is looked up on libuv's thread pool, the socket is opened on the loop, and
+    /// the task waits for both without blocking a thread.
+    ///
+    /// ```swift
+    /// let listener = try await TCPListener.listenAsync(host: "localhost", port: 0, on: loop) { connection in
+    ///     connection.close()
+    /// }
+    /// ```
+    ///
+    /// Named apart from the synchronous form: an `async` overload of the same name would be chosen in
+    /// every async context, breaking calls written without `await`.
+    public static func listenAsync(
+        host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
+        on loop: EventLoop = .main, onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) async throws(EventLoopError) -> TCPListener {
+        let addresses = try await NameResolver.resolveWithoutBlocking(host: host, port: port, on: loop)
+        return try await loop.perform("TCPListener.listenAsync") { () throws(EventLoopError) in
+            try listen(atFirstOf: addresses, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+        }
+    }
+
+    /// Listens on `address` like ``listen(at:backlog:reusePort:on:onAccept:)``, from async code.
+    ///
+    /// ```swift
+    /// let listener = try await TCPListener.listenAsync(at: SocketAddress(host: "::1", port: 0), on: loop) { _ in }
+    /// ```
+    public static func listenAsync(
+        at address: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
+        on loop: EventLoop = .main, onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) async throws(EventLoopError) -> TCPListener {
+        try await loop.perform("TCPListener.listenAsync") { () throws(EventLoopError) in
+            try listenOnLoop(at: address, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+        }
+    }
+
+    /// Listens on the first of `addresses` that can be bound. Loop context only.
+    private static func listen(
+        atFirstOf addresses: [SocketAddress], backlog: Int32, reusePort: Bool,
+        on loop: EventLoop, onAccept: @escaping (TCPConnection) -> Void
+    ) throws(EventLoopError) -> TCPListener {
         var lastError = EventLoop.error(UV_EINVAL.rawValue)
         for address in addresses {
             do {
-                return try listen(at: address, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+                return try listenOnLoop(at: address, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
             } catch {
                 lastError = error
             }
@@ -85,7 +135,7 @@ public final class TCPListener: @unchecked Sendable {
         throw lastError
     }
 
-    /// Listens on `address` (port 0 for any free port). Loop context only. See
+    /// Listens on `address` (port 0 for any free port). Callable from any thread, as
     /// ``listen(host:port:backlog:reusePort:on:onAccept:)``.
     ///
     /// ```swift
@@ -95,7 +145,15 @@ public final class TCPListener: @unchecked Sendable {
         at requested: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
         on loop: EventLoop = .main, onAccept: @escaping (TCPConnection) -> Void
     ) throws(EventLoopError) -> TCPListener {
-        loop.assertInLoopContext("TCPListener.listen")
+        try loop.performAndWait("TCPListener.listen") { () throws(EventLoopError) in
+            try listenOnLoop(at: requested, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+        }
+    }
+
+    private static func listenOnLoop(
+        at requested: SocketAddress, backlog: Int32, reusePort: Bool,
+        on loop: EventLoop, onAccept: @escaping (TCPConnection) -> Void
+    ) throws(EventLoopError) -> TCPListener {
         BrokenPipeSignal.ignored
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         // `uv_tcp_init_ex` creates the socket now, so that options can be set before `bind`.
@@ -180,7 +238,7 @@ public final class TCPListener: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        closing.close(on: loop) { [self] in beginClosing() }
+        closing.close(on: loop, caller: "TCPListener.close") { [self] in beginClosing() }
     }
 
     private func beginClosing() {

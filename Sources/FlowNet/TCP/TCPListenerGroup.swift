@@ -53,10 +53,9 @@ public final class TCPListenerGroup: Sendable {
         var sharedPort = port
         do {
             for loop in loops {
-                let listener = try loop.scheduler.sync { () throws -> TCPListener in
-                    try TCPListener.listen(
-                        host: host, port: sharedPort, backlog: backlog, reusePort: true, on: loop, onAccept: onAccept)
-                }
+                // Names are looked up here, on the calling thread, when it is not the loop's.
+                let listener = try TCPListener.listen(
+                    host: host, port: sharedPort, backlog: backlog, reusePort: true, on: loop, onAccept: onAccept)
                 sharedPort = listener.port
                 listeners.append(listener)
             }

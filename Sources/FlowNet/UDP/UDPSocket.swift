@@ -16,11 +16,13 @@ import Glibc
 /// ```
 ///
 /// The socket stays open until ``close()``; from then on ``connect(to:)`` and the options throw
-/// `EBADF: bad file descriptor`. Methods returning a future may be called from any thread; the others
-/// only in the loop's context.
+/// `EBADF: bad file descriptor`. Every method may be called from any thread: off the loop, the
+/// synchronous ones run on the loop and wait for it (see ``EventLoop/performAndWait(_:)``), and
+/// handlers always run on the loop.
 public final class UDPSocket: @unchecked Sendable {
-    // @unchecked Sendable: the handle and every `var` are used only in the loop's context (loop-only
-    // methods assert it, the others hop there); `closing` is loop-only too; `datagramStreams` locks itself.
+    // @unchecked Sendable: the handle and every `var` are used only in the loop's context (every
+    // method runs its work there: `performAndWait`, `inContext`); `closing` is loop-only too;
+    // `datagramStreams` locks itself.
 
     /// The loop the socket belongs to.
     public let loop: EventLoop
@@ -41,7 +43,9 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     /// Binds a socket to `host` (a numeric address or a name, resolved on the calling thread) and
-    /// `port`, 0 for any free port. Loop context only.
+    /// `port`, 0 for any free port. Callable from any thread: off the loop it opens the socket on the
+    /// loop and waits for it; from async code use ``bindAsync(host:port:reuseAddress:on:)``, which never
+    /// blocks and looks names up on libuv's thread pool rather than the loop's thread.
     ///
     /// ```swift
     /// let socket = try UDPSocket.bind(host: "::", port: 5353, reuseAddress: true)
@@ -57,12 +61,50 @@ public final class UDPSocket: @unchecked Sendable {
     public static func bind(
         host: String = "127.0.0.1", port: Int = 0, reuseAddress: Bool = false, on loop: EventLoop = .main
     ) throws(EventLoopError) -> UDPSocket {
-        loop.assertInLoopContext("UDPSocket.bind")
+        loop.assertOpen("UDPSocket.bind")
         let addresses = try NameResolver.resolveNow(host: host, port: port, on: loop)
+        return try loop.performAndWait("UDPSocket.bind") { () throws(EventLoopError) in
+            try bind(toFirstOf: addresses, reuseAddress: reuseAddress, on: loop)
+        }
+    }
+
+    /// Binds a socket like ``bind(host:port:reuseAddress:on:)``, from async code: a name is looked up
+    /// on libuv's thread pool, the socket is opened on the loop, and the task waits without blocking
+    /// a thread. Named apart from the synchronous form, which async callers without `await` keep.
+    ///
+    /// ```swift
+    /// let socket = try await UDPSocket.bindAsync(host: "::1", port: 0, on: loop)
+    /// ```
+    public static func bindAsync(
+        host: String = "127.0.0.1", port: Int = 0, reuseAddress: Bool = false, on loop: EventLoop = .main
+    ) async throws(EventLoopError) -> UDPSocket {
+        let addresses = try await NameResolver.resolveWithoutBlocking(host: host, port: port, on: loop)
+        return try await loop.perform("UDPSocket.bindAsync") { () throws(EventLoopError) in
+            try bind(toFirstOf: addresses, reuseAddress: reuseAddress, on: loop)
+        }
+    }
+
+    /// Binds a socket to `address` like ``bind(to:reuseAddress:on:)``, from async code.
+    ///
+    /// ```swift
+    /// let socket = try await UDPSocket.bindAsync(to: SocketAddress(host: "::1", port: 0), on: loop)
+    /// ```
+    public static func bindAsync(
+        to address: SocketAddress, reuseAddress: Bool = false, on loop: EventLoop = .main
+    ) async throws(EventLoopError) -> UDPSocket {
+        try await loop.perform("UDPSocket.bindAsync") { () throws(EventLoopError) in
+            try bindOnLoop(to: address, reuseAddress: reuseAddress, on: loop)
+        }
+    }
+
+    /// Binds to the first of `addresses` that can be bound. Loop context only.
+    private static func bind(
+        toFirstOf addresses: [SocketAddress], reuseAddress: Bool, on loop: EventLoop
+    ) throws(EventLoopError) -> UDPSocket {
         var lastError = EventLoop.error(UV_EINVAL.rawValue)
         for address in addresses {
             do {
-                return try bind(to: address, reuseAddress: reuseAddress, on: loop)
+                return try bindOnLoop(to: address, reuseAddress: reuseAddress, on: loop)
             } catch {
                 lastError = error
             }
@@ -70,7 +112,7 @@ public final class UDPSocket: @unchecked Sendable {
         throw lastError
     }
 
-    /// Binds a socket to `address`; see ``bind(host:port:reuseAddress:on:)``. Loop context only.
+    /// Binds a socket to `address`; see ``bind(host:port:reuseAddress:on:)``. Callable from any thread.
     ///
     /// ```swift
     /// let socket = try UDPSocket.bind(to: SocketAddress(host: "::1", port: 0))
@@ -78,7 +120,14 @@ public final class UDPSocket: @unchecked Sendable {
     public static func bind(
         to address: SocketAddress, reuseAddress: Bool = false, on loop: EventLoop = .main
     ) throws(EventLoopError) -> UDPSocket {
-        loop.assertInLoopContext("UDPSocket.bind")
+        try loop.performAndWait("UDPSocket.bind") { () throws(EventLoopError) in
+            try bindOnLoop(to: address, reuseAddress: reuseAddress, on: loop)
+        }
+    }
+
+    private static func bindOnLoop(
+        to address: SocketAddress, reuseAddress: Bool, on loop: EventLoop
+    ) throws(EventLoopError) -> UDPSocket {
         let handle = UnsafeMutablePointer<uv_udp_t>.allocate(capacity: 1)
         let status = uv_udp_init(loop.unsafeLoopPointer, handle)
         guard status == 0 else {
@@ -138,7 +187,7 @@ public final class UDPSocket: @unchecked Sendable {
     public func send(_ bytes: SharedBytes, to address: SocketAddress? = nil) -> Future<Void> {
         if let sent = bytes.withUnsafeBytes({ sendAtOnce($0, to: address) }) { return sent }
         let sent = PendingResult<Void>()
-        loop.inContext { [self] in
+        loop.inContext("UDPSocket.send") { [self] in
             guard isOpen else {
                 sent.fail(EventLoopError.cancelledByClose)
                 return
@@ -171,7 +220,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// cannot (another thread, a closed socket, a send queue that is not empty, a full socket buffer): the
     /// datagram then goes through `uv_udp_send`, which keeps the order of sends.
     private func sendAtOnce(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress?) -> Future<Void>? {
-        guard loop.isInLoopContext, isOpen, let base = bytes.baseAddress else { return nil }
+        guard loop.isInLoopContext, !loop.isClosed, isOpen, let base = bytes.baseAddress else { return nil }
         let start = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self))
         var buffer = uv_buf_init(start, UInt32(min(bytes.count, Int(UInt32.max))))
         let status: Int32
@@ -187,22 +236,26 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     /// Connects the socket to `address`: datagrams sent without an address go there, and only that
-    /// peer's datagrams are received. Loop context only.
+    /// peer's datagrams are received. Callable from any thread.
     ///
     /// ```swift
     /// try socket.connect(to: server)
     /// socket.send(Array("query".utf8))
     /// ```
     public func connect(to address: SocketAddress) throws(EventLoopError) {
-        loop.assertInLoopContext("UDPSocket.connect")
-        try checkOpen()
-        let status = address.withSockaddr { uv_udp_connect(handle, $0) }
-        guard status == 0 else { throw EventLoop.error(status) }
+        try loop.performAndWait("UDPSocket.connect") { () throws(EventLoopError) in
+            try checkOpen()
+            let status = address.withSockaddr { uv_udp_connect(handle, $0) }
+            guard status == 0 else { throw EventLoop.error(status) }
+        }
     }
 
-    /// The connected peer, or `nil`. Loop context only.
+    /// The connected peer, or `nil`. Callable from any thread.
     public var remoteAddress: SocketAddress? {
-        loop.assertInLoopContext("UDPSocket.remoteAddress")
+        loop.performAndWait("UDPSocket.remoteAddress") { peerAddress() }
+    }
+
+    private func peerAddress() -> SocketAddress? {
         guard isOpen else { return nil }
         var storage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
@@ -214,7 +267,8 @@ public final class UDPSocket: @unchecked Sendable {
 
     // MARK: Receiving
 
-    /// Receives datagrams, calling `handler` on the loop with each one. Loop context only.
+    /// Receives datagrams, calling `handler` on the loop with each one. Callable from any thread (off
+    /// the loop it waits until the handler is in place).
     ///
     /// ```swift
     /// socket.onReceive { datagram in print("\(datagram.bytes.count) bytes from \(datagram.sender)") }
@@ -222,17 +276,18 @@ public final class UDPSocket: @unchecked Sendable {
     ///
     /// The handler is dropped when the socket closes, so it may capture the socket.
     public func onReceive(_ handler: @escaping (Datagram) -> Void) {
-        loop.assertInLoopContext("UDPSocket.onReceive")
-        guard isOpen else { return }
-        self.handler = handler
-        startReceiving()
+        loop.performAndWait("UDPSocket.onReceive") {
+            guard isOpen else { return }
+            self.handler = handler
+            startReceiving()
+        }
     }
 
     /// Calls `handler` on the loop with each error receiving reports (such as `ECONNREFUSED: connection
     /// refused` on a connected socket whose peer's port is closed), while the socket receives (after
     /// ``onReceive(_:)`` or ``datagrams``). Without a handler such errors go to ``FlowDiagnostics`` at
     /// the 1st, 2nd, 4th, 8th, ... one. Either way ``failedReceiveCount`` counts them, and receiving
-    /// goes on. Loop context only.
+    /// goes on. Callable from any thread.
     ///
     /// ```swift
     /// socket.onReceiveError { error in print("receiving failed: \(error)") }
@@ -240,13 +295,14 @@ public final class UDPSocket: @unchecked Sendable {
     ///
     /// The handler is dropped when the socket closes, so it may capture the socket.
     public func onReceiveError(_ handler: @escaping (EventLoopError) -> Void) {
-        loop.assertInLoopContext("UDPSocket.onReceiveError")
-        guard isOpen else { return }
-        errorHandler = handler
+        loop.performAndWait("UDPSocket.onReceiveError") {
+            guard isOpen else { return }
+            errorHandler = handler
+        }
     }
 
-    /// How many times receiving reported an error (see ``onReceiveError(_:)``). Loop context only.
-    public var failedReceiveCount: Int { failedReceives.count }
+    /// How many times receiving reported an error (see ``onReceiveError(_:)``). Callable from any thread.
+    public var failedReceiveCount: Int { loop.performAndWait("UDPSocket.failedReceiveCount") { failedReceives.count } }
     private var failedReceives = FailureCount(action: "receiving a datagram", countKey: "failedReceiveCount")
 
     /// The datagrams received from now on, as an `AsyncSequence` that ends when the socket closes. A
@@ -259,7 +315,7 @@ public final class UDPSocket: @unchecked Sendable {
     public var datagrams: AsyncStream<Datagram> {
         let (stream, isLive) = datagramStreams.makeStream(bufferingNewest: 1024)
         if isLive {
-            loop.inContext { [self] in startReceiving() }
+            loop.inContext("UDPSocket.datagrams") { [self] in startReceiving() }
         }
         return stream
     }
@@ -309,21 +365,22 @@ public final class UDPSocket: @unchecked Sendable {
 
     // MARK: Options
 
-    /// Allows sending to broadcast addresses (`SO_BROADCAST`). Loop context only.
+    /// Allows sending to broadcast addresses (`SO_BROADCAST`). Callable from any thread.
     ///
     /// ```swift
     /// try socket.setBroadcast(true)
     /// socket.send(Array("anyone?".utf8), to: try SocketAddress(host: "255.255.255.255", port: 9999))
     /// ```
     public func setBroadcast(_ isEnabled: Bool) throws(EventLoopError) {
-        loop.assertInLoopContext("UDPSocket.setBroadcast")
-        try checkOpen()
-        let status = uv_udp_set_broadcast(handle, isEnabled ? 1 : 0)
-        guard status == 0 else { throw EventLoop.error(status) }
+        try loop.performAndWait("UDPSocket.setBroadcast") { () throws(EventLoopError) in
+            try checkOpen()
+            let status = uv_udp_set_broadcast(handle, isEnabled ? 1 : 0)
+            guard status == 0 else { throw EventLoop.error(status) }
+        }
     }
 
     /// Joins the multicast `group` (such as `239.255.0.1` or `ff02::1`) on `interface` (an address of
-    /// a local interface; `nil` lets the kernel choose). Loop context only.
+    /// a local interface; `nil` lets the kernel choose). Callable from any thread.
     ///
     /// ```swift
     /// try socket.joinMulticastGroup("239.255.0.1")
@@ -335,7 +392,7 @@ public final class UDPSocket: @unchecked Sendable {
         try setMembership(group, interface: interface, UV_JOIN_GROUP)
     }
 
-    /// Leaves a multicast group joined with ``joinMulticastGroup(_:interface:)``. Loop context only.
+    /// Leaves a multicast group joined with ``joinMulticastGroup(_:interface:)``. Callable from any thread.
     ///
     /// ```swift
     /// try socket.leaveMulticastGroup("239.255.0.1")
@@ -345,25 +402,27 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     /// Whether multicast datagrams this socket sends come back to the sockets of this host (on by
-    /// default). Loop context only.
+    /// default). Callable from any thread.
     ///
     /// ```swift
     /// try socket.setMulticastLoopback(false)
     /// ```
     public func setMulticastLoopback(_ isEnabled: Bool) throws(EventLoopError) {
-        loop.assertInLoopContext("UDPSocket.setMulticastLoopback")
-        try checkOpen()
-        let status = uv_udp_set_multicast_loop(handle, isEnabled ? 1 : 0)
-        guard status == 0 else { throw EventLoop.error(status) }
+        try loop.performAndWait("UDPSocket.setMulticastLoopback") { () throws(EventLoopError) in
+            try checkOpen()
+            let status = uv_udp_set_multicast_loop(handle, isEnabled ? 1 : 0)
+            guard status == 0 else { throw EventLoop.error(status) }
+        }
     }
 
     private func setMembership(_ group: String, interface: String?, _ membership: uv_membership) throws(EventLoopError) {
-        loop.assertInLoopContext("UDPSocket multicast membership")
-        try checkOpen()
-        // C would read the addresses only up to a NUL byte: another group or interface than the one given.
-        guard group.isWholeCString, interface?.isWholeCString ?? true else { throw EventLoop.error(UV_EINVAL.rawValue) }
-        let status = uv_udp_set_membership(handle, group, interface, membership)
-        guard status == 0 else { throw EventLoop.error(status) }
+        try loop.performAndWait("UDPSocket multicast membership") { () throws(EventLoopError) in
+            try checkOpen()
+            // C would read the addresses only up to a NUL byte: another group or interface than the one given.
+            guard group.isWholeCString, interface?.isWholeCString ?? true else { throw EventLoop.error(UV_EINVAL.rawValue) }
+            let status = uv_udp_set_membership(handle, group, interface, membership)
+            guard status == 0 else { throw EventLoop.error(status) }
+        }
     }
 
     // MARK: Closing
@@ -383,7 +442,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        closing.close(on: loop) { [self] in beginClosing() }
+        closing.close(on: loop, caller: "UDPSocket.close") { [self] in beginClosing() }
     }
 
     private func beginClosing() {

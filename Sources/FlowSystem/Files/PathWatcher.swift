@@ -14,7 +14,7 @@ import FlowNet
 /// A watcher stays open, and keeps its loop running, until ``close()``.
 public final class PathWatcher: @unchecked Sendable {
     // @unchecked Sendable: the handle, `handler` and `isOpen` are used only in the loop's context
-    // (`watch` asserts it, `close()` hops there), as is `closing`; `changeStreams` locks itself.
+    // (`watch` runs on the loop, `close()` hops there), as is `closing`; `changeStreams` locks itself.
 
     /// A change libuv saw.
     public struct Change: Sendable, Hashable {
@@ -43,7 +43,9 @@ public final class PathWatcher: @unchecked Sendable {
         self.handler = handler
     }
 
-    /// Starts watching `path`, a file or a directory (not its subdirectories). Loop context only.
+    /// Starts watching `path`, a file or a directory (not its subdirectories). Callable from any
+    /// thread: off the loop it starts watching on the loop and waits for it; from async code use
+    /// ``watchAsync(_:on:handler:)``, which never blocks. The handler runs on the loop.
     ///
     /// ```swift
     /// let watcher = try PathWatcher.watch(folder) { change in reload(change.name) }
@@ -54,7 +56,29 @@ public final class PathWatcher: @unchecked Sendable {
     public static func watch(
         _ path: String, on loop: EventLoop = .main, handler: ((Change) -> Void)? = nil
     ) throws(EventLoopError) -> PathWatcher {
-        loop.assertInLoopContext("PathWatcher.watch")
+        try loop.performAndWait("PathWatcher.watch") { () throws(EventLoopError) in
+            try watchOnLoop(path, on: loop, handler: handler)
+        }
+    }
+
+    /// Starts watching `path` like ``watch(_:on:handler:)``, from async code: the task waits for the
+    /// loop without blocking a thread. Named apart from the synchronous form, which async callers
+    /// without `await` keep.
+    ///
+    /// ```swift
+    /// let watcher = try await PathWatcher.watchAsync(folder, on: loop) { change in print(change) }
+    /// ```
+    public static func watchAsync(
+        _ path: String, on loop: EventLoop = .main, handler: (@Sendable (Change) -> Void)? = nil
+    ) async throws(EventLoopError) -> PathWatcher {
+        try await loop.perform("PathWatcher.watchAsync") { () throws(EventLoopError) in
+            try watchOnLoop(path, on: loop, handler: handler)
+        }
+    }
+
+    private static func watchOnLoop(
+        _ path: String, on loop: EventLoop, handler: ((Change) -> Void)?
+    ) throws(EventLoopError) -> PathWatcher {
         // C would watch the path only up to a NUL byte: another file.
         guard path.isWholeCString else { throw EventLoop.error(UV_EINVAL.rawValue) }
         let handle = UnsafeMutablePointer<uv_fs_event_t>.allocate(capacity: 1)

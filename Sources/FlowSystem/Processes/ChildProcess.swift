@@ -28,7 +28,7 @@ import Glibc
 /// child (`waitpid(-1, ...)`, `SIGCHLD` ignored) would take the exit before libuv sees it, and ``exit``
 /// would never complete.
 public final class ChildProcess: @unchecked Sendable {
-    // @unchecked Sendable: `handle` and `hasExited` are used only in the loop's context (`spawn` asserts
+    // @unchecked Sendable: `handle` and `hasExited` are used only in the loop's context (`spawn` runs on
     // it, `kill` hops there); the rest is immutable.
 
     /// What a child's standard input, output or error is connected to.
@@ -97,7 +97,10 @@ public final class ChildProcess: @unchecked Sendable {
         exit = exited.future()
     }
 
-    /// Starts `executable` with `arguments`. Loop context only.
+    /// Starts `executable` with `arguments`. Callable from any thread: off the loop the child is
+    /// started on the loop and the caller waits for it (see `EventLoop.performAndWait(_:)`); from async
+    /// code use ``spawnAsync(_:arguments:environment:workingDirectory:standardInput:standardOutput:standardError:on:)``,
+    /// which never blocks.
     ///
     /// ```swift
     /// let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "echo hi"], standardOutput: .pipe)
@@ -111,7 +114,7 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - standardInput: what the child reads; ``StandardStream/pipe`` makes ``standardInput``.
     ///   - standardOutput: where the child writes; ``StandardStream/pipe`` makes ``standardOutput``.
     ///   - standardError: where the child's errors go; ``StandardStream/pipe`` makes ``standardError``.
-    ///   - loop: the loop the child's handle and pipes live on (the caller must be running on it).
+    ///   - loop: the loop the child's handle and pipes live on.
     /// - Throws: libuv's error, such as `ENOENT: no such file or directory` for an executable or a
     ///   working directory that does not exist, `EACCES: permission denied` for a file that may not be
     ///   run; `EINVAL: invalid argument` for a string holding a NUL byte (which C would cut short there)
@@ -122,7 +125,40 @@ public final class ChildProcess: @unchecked Sendable {
         standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
         on loop: EventLoop = .main
     ) throws(EventLoopError) -> ChildProcess {
-        loop.assertInLoopContext("ChildProcess.spawn")
+        try loop.performAndWait("ChildProcess.spawn") { () throws(EventLoopError) in
+            try spawnOnLoop(
+                executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+                standardInput: standardInput, standardOutput: standardOutput, standardError: standardError, on: loop)
+        }
+    }
+
+    /// Starts `executable` like ``spawn(_:arguments:environment:workingDirectory:standardInput:standardOutput:standardError:on:)``,
+    /// from async code: the task waits for the loop without blocking a thread. Named apart from the
+    /// synchronous form, which async callers without `await` keep.
+    ///
+    /// ```swift
+    /// let child = try await ChildProcess.spawnAsync("/bin/true", on: loop)
+    /// let termination = try await child.exit.get()
+    /// ```
+    public static func spawnAsync(
+        _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
+        workingDirectory: String? = nil, standardInput: StandardStream = .inherit,
+        standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
+        on loop: EventLoop = .main
+    ) async throws(EventLoopError) -> ChildProcess {
+        try await loop.perform("ChildProcess.spawnAsync") { () throws(EventLoopError) in
+            try spawnOnLoop(
+                executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+                standardInput: standardInput, standardOutput: standardOutput, standardError: standardError, on: loop)
+        }
+    }
+
+    private static func spawnOnLoop(
+        _ executable: String, arguments: [String], environment: [String: String]?,
+        workingDirectory: String?, standardInput: StandardStream,
+        standardOutput: StandardStream, standardError: StandardStream,
+        on loop: EventLoop
+    ) throws(EventLoopError) -> ChildProcess {
         // C would read each string up to a NUL byte and pass the rest on cut short, and would take an
         // environment variable's name to end at its first `=`: refused before anything is opened.
         let strings = [executable] + arguments + [workingDirectory].compactMap { $0 }

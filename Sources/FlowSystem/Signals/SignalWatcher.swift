@@ -33,7 +33,7 @@ import Glibc
 /// sequences and frees what the handles held.
 public final class SignalWatcher: @unchecked Sendable {
     // @unchecked Sendable: `handles`, `handler` and `closing` are used only in the loop's context
-    // (`watch` asserts it, `close()` hops there); `signalStreams` locks itself.
+    // (`watch` runs on the loop, `close()` hops there); `signalStreams` locks itself.
 
     /// The loop the signals are delivered on.
     public let loop: EventLoop
@@ -56,7 +56,8 @@ public final class SignalWatcher: @unchecked Sendable {
     static let faultSignals: Set<Int32> = [SIGSEGV, SIGBUS, SIGFPE, SIGILL]
 
     /// Starts watching `signals` on `loop`, calling `handler` on the loop with each one received.
-    /// Loop context only.
+    /// Callable from any thread: off the loop it starts watching on the loop and waits for it; from
+    /// async code use ``watchAsync(_:keepsLoopAlive:on:handler:)``, which never blocks.
     ///
     /// ```swift
     /// let reloads = try SignalWatcher.watch([.hangUp]) { _ in reloadConfiguration() }
@@ -67,14 +68,38 @@ public final class SignalWatcher: @unchecked Sendable {
     ///     fault signals `SIGSEGV`, `SIGBUS`, `SIGFPE` and `SIGILL` (the faulting instruction would run
     ///     again after each, for good).
     ///   - keepsLoopAlive: whether the open watcher keeps `EventLoop.run()` from returning.
-    ///   - loop: the loop that watches (the caller must be running on it).
+    ///   - loop: the loop that watches.
     ///   - handler: called on the loop with each signal received; dropped when the watcher closes.
     /// - Throws: libuv's error, `EINVAL: invalid argument` for a signal that cannot be watched.
     public static func watch(
         _ signals: [ProcessSignal], keepsLoopAlive: Bool = true, on loop: EventLoop = .main,
         handler: ((ProcessSignal) -> Void)? = nil
     ) throws(EventLoopError) -> SignalWatcher {
-        loop.assertInLoopContext("SignalWatcher.watch")
+        try loop.performAndWait("SignalWatcher.watch") { () throws(EventLoopError) in
+            try watchOnLoop(signals, keepsLoopAlive: keepsLoopAlive, on: loop, handler: handler)
+        }
+    }
+
+    /// Starts watching `signals` like ``watch(_:keepsLoopAlive:on:handler:)``, from async code: the
+    /// task waits for the loop without blocking a thread. Named apart from the synchronous form, which
+    /// async callers without `await` keep.
+    ///
+    /// ```swift
+    /// let watcher = try await SignalWatcher.watchAsync([.hangUp], on: loop) { _ in reload() }
+    /// ```
+    public static func watchAsync(
+        _ signals: [ProcessSignal], keepsLoopAlive: Bool = true, on loop: EventLoop = .main,
+        handler: (@Sendable (ProcessSignal) -> Void)? = nil
+    ) async throws(EventLoopError) -> SignalWatcher {
+        try await loop.perform("SignalWatcher.watchAsync") { () throws(EventLoopError) in
+            try watchOnLoop(signals, keepsLoopAlive: keepsLoopAlive, on: loop, handler: handler)
+        }
+    }
+
+    private static func watchOnLoop(
+        _ signals: [ProcessSignal], keepsLoopAlive: Bool, on loop: EventLoop,
+        handler: ((ProcessSignal) -> Void)?
+    ) throws(EventLoopError) -> SignalWatcher {
         // A fault signal raised by the faulting instruction returns to it once libuv's handler noted it,
         // and the fault repeats for good: such a watcher would hang the program rather than report.
         if signals.contains(where: { SignalWatcher.faultSignals.contains($0.rawValue) }) {
@@ -181,8 +206,13 @@ public final class SignalWatcher: @unchecked Sendable {
             closing.wait(closed)
             beginClosing()
         }
-        if loop.isInLoopContext {
+        if loop.isInLoopContext, !loop.isClosed {
             run()
+        } else if loop.isClosed {
+            // The main loop, closed, on the main thread: its handles went with it, as below.
+            signalStreams.finish()
+            releaseHandlesOfClosedLoop()
+            closed.fail(EventLoopError.closed)
         } else {
             do {
                 try loop.submit(run)

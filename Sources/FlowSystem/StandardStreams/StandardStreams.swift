@@ -18,7 +18,7 @@ import FlowNet
 /// libuv puts the descriptor in non-blocking mode, which other processes sharing it (a shell's
 /// terminal) see too; close the stream before the program ends to hand it back as it was found.
 public enum StandardStreams {
-    /// Standard input (descriptor 0) as a stream to read. Loop context only.
+    /// Standard input (descriptor 0) as a stream to read. Callable from any thread.
     ///
     /// ```swift
     /// let input = try StandardStreams.input()
@@ -30,7 +30,7 @@ public enum StandardStreams {
         try open(descriptor: 0, on: loop)
     }
 
-    /// Standard output (descriptor 1) as a stream to write. Loop context only.
+    /// Standard output (descriptor 1) as a stream to write. Callable from any thread.
     ///
     /// ```swift
     /// try StandardStreams.output().write("ready\n")
@@ -39,7 +39,7 @@ public enum StandardStreams {
         try open(descriptor: 1, on: loop)
     }
 
-    /// Standard error (descriptor 2) as a stream to write. Loop context only.
+    /// Standard error (descriptor 2) as a stream to write. Callable from any thread.
     ///
     /// ```swift
     /// try StandardStreams.error().write("warning: cache cold\n")
@@ -51,22 +51,37 @@ public enum StandardStreams {
     /// Any inherited descriptor as a stream, by what libuv finds it to be. The stream owns the
     /// descriptor from then on; when this throws, the descriptor stays the caller's. A regular file
     /// throws ``StandardStreamError/notAStream(descriptor:)``, and a datagram (UDP) socket
-    /// `EPROTOTYPE: protocol wrong type for socket`. Loop context only.
+    /// `EPROTOTYPE: protocol wrong type for socket`. Callable from any thread (off the loop it waits
+    /// for the loop).
     ///
     /// ```swift
     /// let extra = try StandardStreams.open(descriptor: 3)   // a pipe a parent passed as fd 3
     /// ```
     public static func open(descriptor: Int32, on loop: EventLoop = .main) throws -> StreamConnection {
-        loop.assertInLoopContext("StandardStreams.open")
-        switch uv_guess_handle(descriptor) {
-        case UV_TTY:
-            return try TerminalConnection(descriptor: descriptor, on: loop)
-        case UV_NAMED_PIPE, UV_TCP, UV_UDP:
-            return try PipeConnection.open(fileDescriptor: descriptor, on: loop)
-        case UV_FILE:
-            throw StandardStreamError.notAStream(descriptor: descriptor)
-        default:
-            throw EventLoop.error(UV_EBADF.rawValue)
+        try loop.performAndWait("StandardStreams.open") { () throws -> StreamConnection in
+            switch uv_guess_handle(descriptor) {
+            case UV_TTY:
+                return try TerminalConnection(descriptor: descriptor, on: loop)
+            case UV_NAMED_PIPE, UV_TCP, UV_UDP:
+                return try PipeConnection.open(fileDescriptor: descriptor, on: loop)
+            case UV_FILE:
+                throw StandardStreamError.notAStream(descriptor: descriptor)
+            default:
+                throw EventLoop.error(UV_EBADF.rawValue)
+            }
+        }
+    }
+
+    /// Wraps an inherited descriptor like ``open(descriptor:on:)``, from async code: the task waits for
+    /// the loop without blocking a thread. Named apart from the synchronous form, which async callers
+    /// without `await` keep.
+    ///
+    /// ```swift
+    /// let extra = try await StandardStreams.openAsync(descriptor: 3, on: loop)
+    /// ```
+    public static func openAsync(descriptor: Int32, on loop: EventLoop = .main) async throws -> StreamConnection {
+        try await loop.perform("StandardStreams.openAsync") { () throws -> StreamConnection in
+            try open(descriptor: descriptor, on: loop)
         }
     }
 }

@@ -6,6 +6,7 @@
 import Deferred
 import Dispatch
 import Flow
+import FlowNet
 
 #if canImport(Glibc)
 import Glibc
@@ -54,6 +55,27 @@ let misuses: [(name: String, commit: () -> Void)] = [
     }),
     ("negativeTake", { _ = Signal<Int>().take(first: -1) }),
     ("negativeDebounce", { _ = Signal<Int>().debounce(on: .none, -1) }),
+    // The main thread always counts as inside the main loop: these used to reach libuv's freed state.
+    ("udpSendOnClosedMainLoop", {
+        let socket = try! UDPSocket.bind(on: .main)
+        try! EventLoop.main.close()
+        socket.send(Array("lost".utf8), to: socket.localAddress)
+    }),
+    ("udpCloseOnClosedMainLoop", {
+        let socket = try! UDPSocket.bind(on: .main)
+        try! EventLoop.main.close()
+        socket.close()
+    }),
+    ("bindOnALoopNotRunning", {
+        let loop = EventLoop(name: "probe.idle")
+        _ = try? UDPSocket.bind(on: loop)
+    }),
+    ("tcpSendOnClosedMainLoop", {
+        let listener = try! TCPListener.listen(port: 0, on: .main) { _ in }
+        let connection = try! EventLoop.main.run(until: TCPConnection.connect(to: listener.localAddress, on: .main))
+        try! EventLoop.main.close()
+        connection.send(SharedBytes("lost"))
+    }),
 ]
 
 let requested = CommandLine.arguments.dropFirst().first ?? "--list"
