@@ -2,7 +2,7 @@ import CoreMetrics
 import Flow
 
 /// Reports an event loop's health through swift-metrics: how late its timers fire (lag), whether
-/// work is waiting, how many libuv handles it holds, and, for a ``Flow/LiveFutureCount`` you pass,
+/// work is waiting, how many libuv handles it holds, and, for a `LiveFutureCount` you pass,
 /// how many futures are alive. Off by default: nothing is sampled, and nothing is added to the
 /// loop's paths, until ``start(for:every:label:dimensions:liveFutures:factory:)`` is called.
 ///
@@ -22,8 +22,8 @@ import Flow
 /// |---|---|---|
 /// | `<label>_lag` | `Timer` | how late each sampling timer fired, in nanoseconds: a blocked loop shows here |
 /// | `<label>_queued_work` | `Gauge` | 1 if posted work was waiting when the sample was taken, else 0 |
-/// | `<label>_open_handles` | `Gauge` | libuv handles the loop holds (``Flow/EventLoop/openHandleCount``) |
-/// | `<label>_live_futures` | `Gauge` | ``Flow/LiveFutureCount/value`` of the counter passed, if any (debug builds count) |
+/// | `<label>_open_handles` | `Gauge` | libuv handles the loop holds (`EventLoop.openHandleCount`) |
+/// | `<label>_live_futures` | `Gauge` | `LiveFutureCount.value` of the counter passed, if any (debug builds count) |
 public enum FlowMetrics {
     /// Starts sampling `loop` every `interval` seconds on the loop itself, until the returned
     /// disposable is disposed. Callable from any thread.
