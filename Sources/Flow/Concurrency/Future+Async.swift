@@ -29,7 +29,7 @@ extension Future {
         if let result { return try result.get() }
         let waiter = AsyncWaiter<Value>()
         // A main-actor waiter is main-loop work still to come: `run()` must not return before it.
-        let mainLoopKeepAlive = #isolation === MainActor.shared ? EventLoop.main.keepAlive() : nil
+        let mainLoopKeepAlive = isMainActorIsolation(#isolation) ? EventLoop.main.keepAlive() : nil
         defer { mainLoopKeepAlive?.dispose() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -139,4 +139,12 @@ private final class AsyncWaiter<Value: Sendable>: FutureListener, Sendable {
     func futureDidComplete(_ result: Result<Value>) {
         resume(with: result)
     }
+}
+
+/// Whether `isolation` is the main actor. A function of its own: the same comparison written inline in
+/// a `nonisolated(nonsending)` function crashes Swift 6.3.1's optimiser in release builds (LLVM's
+/// verifier: "PHINode should have one entry for each predecessor of its parent basic block").
+@inline(never)
+func isMainActorIsolation(_ isolation: (any Actor)?) -> Bool {
+    isolation === MainActor.shared
 }
