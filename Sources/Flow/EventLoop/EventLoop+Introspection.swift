@@ -12,13 +12,11 @@ extension EventLoop {
     /// ```
     public var openHandleCount: Int {
         assertInLoopContext("EventLoop.openHandleCount")
-        var count = 0
-        withUnsafeMutablePointer(to: &count) { counter in
-            uv_walk(uvLoop, { _, argument in
-                argument!.assumingMemoryBound(to: Int.self).pointee += 1
-            }, counter)
-        }
-        return count
+        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        counter.initialize(to: 0)
+        defer { counter.deallocate() }
+        uv_walk(uvLoop, countHandle, counter)
+        return counter.pointee
     }
 
     /// Whether work posted to the loop (from its thread or from others) is waiting to run: 1 if
@@ -27,4 +25,9 @@ extension EventLoop {
     package var queuedWorkEstimate: Int {
         hasQueuedWork ? 1 : 0
     }
+}
+
+/// `uv_walk`'s callback for ``EventLoop/openHandleCount``: adds one to the count `argument` points to.
+private func countHandle(_ handle: UnsafeMutablePointer<uv_handle_t>?, _ argument: UnsafeMutableRawPointer?) {
+    argument?.assumingMemoryBound(to: Int.self).pointee += 1
 }

@@ -107,9 +107,17 @@ struct LineSplitter: FrameSplitter {
 
     mutating func next() throws -> String? {
         let count = pending.count
-        var index = scanned
-        while index < count, pending[index] != UInt8(ascii: "\n") { index += 1 }
-        guard index < count else {
+        let start = pending.start
+        let found: Int? = pending.bytes.withUnsafeBufferPointer { buffer in
+            var index = start + scanned
+            let end = start + count
+            while index < end {
+                if buffer[index] == UInt8(ascii: "\n") { return index - start }
+                index += 1
+            }
+            return nil
+        }
+        guard let index = found else {
             scanned = count
             // A line of exactly the maximum may be waiting for the `\n` of its `\r\n`.
             guard count > 0, count > maximumLength else { return nil }
