@@ -90,6 +90,10 @@ extension StreamConnection {
 
 /// The length-prefixed frames of a ``StreamConnection``; see
 /// ``StreamConnection/frames(lengthPrefix:maximumLength:)``.
+///
+/// Each step that needs bytes waits for one ``StreamConnection/read()``, so nothing is read ahead of
+/// the consumer. Cancelling the task does not interrupt a step that is waiting; close the connection
+/// for that.
 public struct StreamFrames: AsyncSequence, Sendable {
     /// A frame's bytes, without its prefix.
     public typealias Element = [UInt8]

@@ -44,6 +44,10 @@ extension StreamConnection {
 }
 
 /// The lines of a ``StreamConnection``; see ``StreamConnection/lines(maximumLength:)``.
+///
+/// Each step that needs bytes waits for one ``StreamConnection/read()``, so nothing is read ahead of
+/// the consumer. Cancelling the task does not interrupt a step that is waiting; close the connection
+/// for that.
 public struct StreamLines: AsyncSequence, Sendable {
     /// A line, without its `\n` or `\r\n`.
     public typealias Element = String
