@@ -16,16 +16,18 @@ let package = Package(
         .library(name: "FlowNIO", targets: ["FlowNIO"]),
         .library(name: "FlowServiceLifecycle", targets: ["FlowServiceLifecycle"]),
         .library(name: "FlowLogging", targets: ["FlowLogging"]),
+        .library(name: "FlowMetrics", targets: ["FlowMetrics"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // Property-based tests of the combinators against a reference model.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
-        // The ecosystem bridges (FlowNIO, FlowServiceLifecycle, FlowLogging) and the examples.
+        // The ecosystem bridges (FlowNIO, FlowServiceLifecycle, FlowLogging, FlowMetrics) and the examples.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         // Command lines of the examples.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
@@ -66,6 +68,10 @@ let package = Package(
         ),
         // Flow's diagnostics through a swift-log `Logger`.
         .target(name: "FlowLogging", dependencies: ["Flow", .product(name: "Logging", package: "swift-log")]),
+        // A loop's lag, queued work, open handles and live futures through swift-metrics, once started.
+        .target(
+            name: "FlowMetrics", dependencies: ["Flow", .product(name: "CoreMetrics", package: "swift-metrics")]
+        ),
 
         // The operating system on the loop: OS signals, child processes, files, thread-pool work.
         // Uses FlowNet's stream connections for a child's pipes.
@@ -184,6 +190,13 @@ let package = Package(
         .testTarget(
             name: "FlowLoggingTests",
             dependencies: ["FlowLogging", "Flow", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "FlowMetricsTests",
+            dependencies: [
+                "FlowMetrics", "Flow", "FlowTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
         .testTarget(
             name: "FlowNetTests",

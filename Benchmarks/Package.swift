@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // P18's reference: LineBasedFrameDecoder.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // P12's reference for signals.
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
     ],
@@ -56,7 +58,7 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ]
         ),
-        // P14-P17: UDP, files, processes and names against SwiftNIO, Foundation and C, in a program of
+        // P14-P18: UDP, files, processes, names and line framing against SwiftNIO, Foundation and C, in a program of
         // its own so that P1-P13 build without Foundation and NIO's file system.
         .executableTarget(
             name: "IOBenchmarks",
@@ -69,6 +71,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
             ]
         ),
         // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.

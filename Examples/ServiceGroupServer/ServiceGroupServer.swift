@@ -73,10 +73,10 @@ struct ServiceGroupServer: AsyncParsableCommand {
     }
 }
 
-/// The answer to every chunk a client sends, made once and shared by every write.
+/// The answer to every line a client sends, made once and shared by every write.
 let helloLine = SharedBytes("hello\n")
 
-/// Answers every chunk a client sends with `hello`, and closes when the client does.
+/// Answers every line a client sends with `hello`, and closes when the client does.
 struct GreetingServer {
     let host: String
     let port: Int
@@ -92,11 +92,14 @@ struct GreetingServer {
             let open = openConnections.first { $0.loop === connection.loop }!
             let token = work.begin()
             open.value[ObjectIdentifier(connection)] = connection
-            connection.onRead { event in
+            // Lines of up to 4 KiB; a longer one ends the signal with an error, and the connection.
+            let reading = DisposeBag()
+            reading += connection.lineSignal(maximumLength: 4096).onEvent(on: .none) { event in
                 switch event {
-                case .bytes:
+                case .value:
                     connection.send(helloLine)
-                case .endOfStream, .failed:
+                case .end:
+                    reading.dispose()
                     connection.close().always {
                         open.value[ObjectIdentifier(connection)] = nil
                         token.dispose()

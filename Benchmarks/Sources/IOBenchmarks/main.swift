@@ -1,6 +1,6 @@
 import BenchmarkSupport
 
-// P14-P17: libuv's I/O beyond TCP (UDP, files, processes, names) against SwiftNIO, Foundation and C,
+// P14-P18: libuv's I/O beyond TCP (UDP, files, processes, names) against SwiftNIO, Foundation and C,
 // in a program of its own so that P1-P13 build without Foundation's `Process` and NIO's file system.
 //
 //   IOBenchmarks <workload> <implementation>     e.g. IOBenchmarks P14 flow
@@ -22,6 +22,9 @@ let workloads: [String: [String: Workload]] = [
     "P17": ["flow": NameWorkloads.flowResolve, "nio": NameWorkloads.nioResolveThroughConnect],
     "P17-connect": ["flow": NameWorkloads.flowResolveThroughConnect, "nio": NameWorkloads.nioResolveThroughConnect],
     "P18-hop": ["flow": HopWorkloads.onLoop, "flow-thread": HopWorkloads.fromThread, "flow-async": HopWorkloads.fromTask],
+    "P19-lines": [
+        "flow": LineWorkloads.flowLines, "flow-signal": LineWorkloads.flowLineSignal, "nio": LineWorkloads.nioLines,
+    ],
 ]
 
 runWorkloadFromCommandLine(workloads)

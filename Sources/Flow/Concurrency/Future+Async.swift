@@ -28,23 +28,11 @@ extension Future {
         if let result { return try result.get() }
         let waiter = AsyncWaiter<Value>()
         // A main-actor waiter is main-loop work still to come: `run()` must not return before it has
-        // run again. (Released by hand, not with `defer`: Swift 6.3's optimizer miscompiles that here.)
-        let mainLoopKeepAlive = isMainActor(#isolation)
+        // run again.
+        let mainLoopKeepAlive = isMainActorIsolation(#isolation)
             ? EventLoop.main.keepAlive(summary: "a main-actor task awaits a future (Future.get())") : nil
-        do {
-            let value = try await waitForResult(of: waiter, cancellingFuture: cancellingFuture)
-            mainLoopKeepAlive?.dispose()
-            return value
-        } catch {
-            mainLoopKeepAlive?.dispose()
-            throw error
-        }
-    }
-
-    private nonisolated(nonsending) func waitForResult(
-        of waiter: AsyncWaiter<Value>, cancellingFuture: Bool
-    ) async throws -> Value {
-        try await withTaskCancellationHandler {
+        defer { mainLoopKeepAlive?.dispose() }
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 waiter.setContinuation(continuation)
                 addListener(waiter)
@@ -154,7 +142,10 @@ private final class AsyncWaiter<Value: Sendable>: FutureListener, Sendable {
     }
 }
 
-/// Whether `isolation` is the main actor.
-private func isMainActor(_ isolation: (any Actor)?) -> Bool {
-    isolation is MainActor
+/// Whether `isolation` is the main actor. A function of its own: the same comparison written inline in
+/// a `nonisolated(nonsending)` function crashes Swift 6.3.1's optimiser in release builds (LLVM's
+/// verifier: "PHINode should have one entry for each predecessor of its parent basic block").
+@inline(never)
+func isMainActorIsolation(_ isolation: (any Actor)?) -> Bool {
+    isolation === MainActor.shared
 }

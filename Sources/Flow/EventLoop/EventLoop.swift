@@ -413,8 +413,9 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// How many jobs wait to run: the loop's own and those submitted from other threads.
-    var queuedWorkCount: Int {
+    /// How many jobs wait to run: the loop's own and those submitted from other threads. Loop context
+    /// only (the loop's own queue is not locked).
+    package var queuedWorkCount: Int {
         loopJobs.count + submissions.withLock { $0.jobs.count }
     }
 

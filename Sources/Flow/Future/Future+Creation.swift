@@ -26,7 +26,7 @@ extension Future {
     /// An error thrown by the operation fails the future. An operation that releases its completion
     /// callback without calling it leaves the future pending until it is cancelled, as in Flow, where
     /// `Future { _ in NilDisposer() }` is a future that never completes; debug builds report it on
-    /// the standard error, naming where the future was created. ``Future/init(_:file:line:)-(Forever,_,_)``
+    /// the standard error, naming where the future was created. ``Future/init(_:file:line:)-(Future<Value>.Forever,_,_)``
     /// says "never" without the report.
     @preconcurrency
     @inlinable
@@ -175,7 +175,7 @@ extension Future {
         return future
     }
 
-    /// Flow's name for the marker type of ``init(_:file:line:)-(Forever,_,_)``.
+    /// Flow's name for the marker type of ``init(_:file:line:)-(Future<Value>.Forever,_,_)``.
     public typealias Forever = Flow.Forever
 }
 

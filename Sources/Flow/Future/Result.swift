@@ -139,7 +139,7 @@ public struct FutureAbandonedError: Error, CustomStringConvertible {
     }
 }
 
-/// A marker for ``Future/init(_:file:line:)-(Forever,_,_)``: a future that never completes.
+/// A marker for ``Future/init(_:file:line:)-(Future<Value>.Forever,_,_)``: a future that never completes.
 public enum Forever: Sendable {
     /// Never.
     case forever

@@ -285,7 +285,7 @@ public final class UDPSocket: @unchecked Sendable {
 
     /// Calls `handler` on the loop with each error receiving reports (such as `ECONNREFUSED: connection
     /// refused` on a connected socket whose peer's port is closed), while the socket receives (after
-    /// ``onReceive(_:)`` or ``datagrams``). Without a handler such errors go to ``FlowDiagnostics`` at
+    /// ``onReceive(_:)`` or ``datagrams``). Without a handler such errors go to `FlowDiagnostics` at
     /// the 1st, 2nd, 4th, 8th, ... one. Either way ``failedReceiveCount`` counts them, and receiving
     /// goes on. Callable from any thread.
     ///

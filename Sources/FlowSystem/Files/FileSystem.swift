@@ -160,7 +160,7 @@ public enum FileSystem {
     /// the old content or the new, never half of it.
     ///
     /// Cancelling the future stops the work at its next step (it completes with
-    /// ``FutureError/aborted`` at once): the temporary file is removed, and `path` keeps its old
+    /// `FutureError.aborted` at once): the temporary file is removed, and `path` keeps its old
     /// content unless the rename had already begun.
     ///
     /// ```swift

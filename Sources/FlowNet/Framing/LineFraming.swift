@@ -1,0 +1,155 @@
+import Flow
+
+extension StreamConnection {
+    /// The connection's bytes as lines, ending with `\n` or `\r\n` (the ending is not part of the
+    /// line), as an `AsyncSequence` of `String`s decoded as UTF-8 (invalid bytes become U+FFFD).
+    ///
+    /// ```swift
+    /// for try await line in connection.lines(maximumLength: 1024) {
+    ///     connection.write("you said: \(line)\r\n")
+    /// }
+    /// ```
+    ///
+    /// - Parameter maximumLength: the longest line accepted, in bytes, without its ending. A peer that
+    ///   sends a longer one ends the sequence with ``FramingError/lineTooLong(maximumLength:)`` as
+    ///   soon as the limit is passed, so that it cannot make the reader hold more than this.
+    ///
+    /// Back-pressure: the sequence reads from the socket with ``read()``, one chunk whenever its
+    /// lines have all been taken, so a consumer that stops iterating stops the socket's reads. Bytes
+    /// after the last line ending, when the peer closes its side, make a last line. A read error
+    /// ends the sequence with that error. The connection stays open when the sequence ends; it has
+    /// one way of reading, so use this, or ``read()``/``chunks``, or ``onRead(_:)``.
+    public func lines(maximumLength: Int = 16 * 1024) -> StreamLines {
+        StreamLines(connection: self, maximumLength: maximumLength)
+    }
+
+    /// The connection's lines, as ``lines(maximumLength:)`` reads them, as a finite signal: each
+    /// line as a value, then the end (with ``FramingError/lineTooLong(maximumLength:)`` or the read
+    /// error if it failed). Values and the end arrive on the connection's loop.
+    ///
+    /// ```swift
+    /// bag += connection.lineSignal(maximumLength: 1024).onEvent { event in
+    ///     switch event {
+    ///     case .value(let line): connection.write("you said: \(line)\r\n")
+    ///     case .end: connection.close()
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Each listener reads the connection (one listener at a time); the next chunk is read once the
+    /// lines of the last one were delivered, and disposing of the listener stops the reads.
+    public func lineSignal(maximumLength: Int = 16 * 1024) -> FiniteSignal<String> {
+        framedSignal { LineSplitter(maximumLength: maximumLength) }
+    }
+}
+
+/// The lines of a ``StreamConnection``; see ``StreamConnection/lines(maximumLength:)``.
+///
+/// Each step that needs bytes waits for one ``StreamConnection/read()``, so nothing is read ahead of
+/// the consumer. Cancelling the task does not interrupt a step that is waiting; close the connection
+/// for that.
+public struct StreamLines: AsyncSequence, Sendable {
+    /// A line, without its `\n` or `\r\n`.
+    public typealias Element = String
+
+    let connection: StreamConnection
+    let maximumLength: Int
+
+    /// Makes the iterator.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(connection: connection, splitter: LineSplitter(maximumLength: maximumLength))
+    }
+
+    /// Reads line after line.
+    public struct Iterator: AsyncIteratorProtocol {
+        let connection: StreamConnection
+        var splitter: LineSplitter
+        var isFinished = false
+
+        /// The next line, or `nil` once the peer has closed its side and every line was read.
+        public mutating func next() async throws -> String? {
+            try await nextFrame(connection: connection, splitter: &splitter, isFinished: &isFinished)
+        }
+    }
+}
+
+/// The step both framed sequences take: a frame from the bytes at hand, or another chunk.
+func nextFrame<Splitter: FrameSplitter>(
+    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool
+) async throws -> Splitter.Frame? {
+    guard !isFinished else { return nil }
+    do {
+        while true {
+            if let frame = try splitter.next() { return frame }
+            guard let chunk = try await connection.nextChunk() else {
+                isFinished = true
+                return try splitter.finish()
+            }
+            splitter.append(chunk)
+        }
+    } catch {
+        isFinished = true
+        throw error
+    }
+}
+
+/// Cuts bytes into lines at `\n`, dropping a `\r` right before it.
+struct LineSplitter: FrameSplitter {
+    let maximumLength: Int
+    private var pending = PendingBytes()
+    /// How far from the start of `pending` no `\n` was found, so that a line trickled in byte by byte
+    /// is scanned once.
+    private var scanned = 0
+
+    init(maximumLength: Int) {
+        self.maximumLength = maximumLength
+    }
+
+    mutating func append(_ chunk: [UInt8]) {
+        pending.append(chunk)
+    }
+
+    mutating func next() throws -> String? {
+        let count = pending.count
+        let start = pending.start
+        let found: Int? = pending.bytes.withUnsafeBufferPointer { buffer in
+            var index = start + scanned
+            let end = start + count
+            while index < end {
+                if buffer[index] == UInt8(ascii: "\n") { return index - start }
+                index += 1
+            }
+            return nil
+        }
+        guard let index = found else {
+            scanned = count
+            // A line of exactly the maximum may be waiting for the `\n` of its `\r\n`.
+            guard count > 0, count > maximumLength else { return nil }
+            let waitingForNewline = count == maximumLength + 1 && pending[count - 1] == UInt8(ascii: "\r")
+            if !waitingForNewline { throw FramingError.lineTooLong(maximumLength: maximumLength) }
+            return nil
+        }
+        var length = index
+        if length > 0, pending[length - 1] == UInt8(ascii: "\r") { length -= 1 }
+        guard length <= maximumLength else { throw FramingError.lineTooLong(maximumLength: maximumLength) }
+        let line = pending.bytes.withUnsafeBufferPointer { buffer in
+            String(decoding: UnsafeBufferPointer(rebasing: buffer[pending.start..<pending.start + length]), as: UTF8.self)
+        }
+        pending.consume(index + 1)
+        scanned = 0
+        return line
+    }
+
+    mutating func finish() throws -> String? {
+        // Called once `next()` returned nil: what is left has no `\n`, and is no longer than allowed.
+        let count = pending.count
+        guard count > 0 else { return nil }
+        var length = count
+        if pending[length - 1] == UInt8(ascii: "\r") { length -= 1 }
+        let line = pending.bytes.withUnsafeBufferPointer { buffer in
+            String(decoding: UnsafeBufferPointer(rebasing: buffer[pending.start..<pending.start + length]), as: UTF8.self)
+        }
+        pending.consume(count)
+        return line
+    }
+}
