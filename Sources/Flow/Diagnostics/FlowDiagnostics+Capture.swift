@@ -39,6 +39,7 @@ extension FlowDiagnostics {
     ///
     /// - Parameters:
     ///   - isCaptured: which reports made outside `body`'s task belong to it; none by default.
+    ///   - isolation: the caller's actor, where `body` runs; the caller's by default.
     ///   - body: the code whose reports are captured.
     /// - Returns: `body`'s result and the captured reports, in the order they were made.
     public static func capturingReports<Result>(

@@ -116,6 +116,8 @@ extension EventLoop {
     ///   - handle: the handle (any `uv_handle_t`-based structure), as a raw pointer.
     ///   - kind: what it is.
     ///   - summary: a few words on it, such as `TCP listener on 127.0.0.1:8080`.
+    ///   - file: where the handle was made, listed in debug builds; the caller's file by default.
+    ///   - line: the line of `file`.
     public func nameHandle(
         _ handle: UnsafeMutableRawPointer, kind: LoopResource.Kind, summary: String,
         file: StaticString = #fileID, line: UInt = #line

@@ -178,7 +178,7 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: Running
 
     /// Runs the loop on the calling thread until ``stop()`` is called or nothing is left to do: no
-    /// active handle, no pending timer, no queued work, nothing kept alive with ``keepAlive()``.
+    /// active handle, no pending timer, no queued work, nothing kept alive with ``keepAlive(file:line:)``.
     ///
     /// - Throws: ``EventLoopError/alreadyRunning`` if another thread (or this one) is running the
     ///   loop, ``EventLoopError/closed`` after ``close()``, ``EventLoopError/mainLoopOffMainThread`` for
@@ -232,7 +232,11 @@ public final class EventLoop: @unchecked Sendable {
     /// Keeps ``run()`` from returning for lack of work until the returned disposable is disposed (or
     /// released): for a loop that waits for work other threads will send, or a pending ``run(until:)``.
     /// Callable from any thread. ``activeResources()`` lists the token, and in debug builds where it
-    /// was made (`file`, `line`: the caller's by default).
+    /// was made.
+    ///
+    /// - Parameters:
+    ///   - file: where the token is taken, for ``activeResources()``; the caller's file by default.
+    ///   - line: the line of `file`.
     public func keepAlive(file: StaticString = #fileID, line: UInt = #line) -> Disposable {
         keepAlive(resource: LoopResource(
             kind: .keepAliveToken, summary: "not yet disposed", creationSite: LoopResource.site(file: file, line: line)))
@@ -262,7 +266,7 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// References the wake-up handle while something must keep the loop alive: a ``keepAlive()``
+    /// References the wake-up handle while something must keep the loop alive: a ``keepAlive(file:line:)``
     /// token, or the main queue driving the main loop (where an unreferenced handle would make libuv
     /// skip polling, and "alive" does not hold the process open anyway).
     func reconcileKeepAlive() {

@@ -48,7 +48,7 @@ public final class TCPListener: @unchecked Sendable {
     private var failedAccepts = FailureCount.accepts
 
     /// Listens on `host` and `port`, 0 for any free port. Callable from any thread: off the loop it
-    /// opens the socket on the loop and waits for it (see ``EventLoop/performAndWait(_:)``); from async
+    /// opens the socket on the loop and waits for it (see `EventLoop.performAndWait(_:)`); from async
     /// code use ``listenAsync(host:port:backlog:reusePort:on:onAccept:)``, which never blocks.
     ///
     /// `host` is a numeric address (`127.0.0.1`, `0.0.0.0` for every IPv4 interface, `::1`, `::` for

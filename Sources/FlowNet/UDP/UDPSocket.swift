@@ -17,7 +17,7 @@ import Glibc
 ///
 /// The socket stays open until ``close()``; from then on ``connect(to:)`` and the options throw
 /// `EBADF: bad file descriptor`. Every method may be called from any thread: off the loop, the
-/// synchronous ones run on the loop and wait for it (see ``EventLoop/performAndWait(_:)``), and
+/// synchronous ones run on the loop and wait for it (see `EventLoop.performAndWait(_:)`), and
 /// handlers always run on the loop.
 public final class UDPSocket: @unchecked Sendable {
     // @unchecked Sendable: the handle and every `var` are used only in the loop's context (every
