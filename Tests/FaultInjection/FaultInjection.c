@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -158,6 +159,16 @@ static flow_fault_action decide(uint32_t class, void *caller, int can_shorten, u
     return pick(random) ? plan.action : flow_fault_off;
 }
 
+/// Whether a read of `descriptor` may be cut short: not once its peer has hung up. libuv takes a
+/// partial read with POLLHUP for the end of the stream (uv__stream_io), relying on the kernel to hand
+/// over all it holds in one read then; a shortened read there would lose the rest, which no kernel does.
+static int may_shorten_read(int descriptor, size_t count) {
+    if (count < 2 || !atomic_load(&armed)) return 0;
+    struct pollfd watched = { .fd = descriptor, .events = POLLIN | POLLRDHUP };
+    if (poll(&watched, 1, 0) < 0) return 0;
+    return !(watched.revents & (POLLHUP | POLLRDHUP));
+}
+
 /// A count between 1 and `count - 1`.
 static size_t shorter(size_t count, uint64_t random) { return 1 + (size_t)(random % (count - 1)); }
 
@@ -184,7 +195,7 @@ static size_t iov_total(const struct iovec *iov, int count) {
 ssize_t read(int descriptor, void *buffer, size_t count) {
     REAL(read);
     uint64_t random;
-    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), count > 1, &random)) {
+    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), may_shorten_read(descriptor, count), &random)) {
     case flow_fault_errno: FAIL(-1);
     case flow_fault_short: return real_read(descriptor, buffer, shorter(count, random));
     default: return real_read(descriptor, buffer, count);
@@ -225,7 +236,7 @@ ssize_t readv(int descriptor, const struct iovec *iov, int count) {
     REAL(readv);
     uint64_t random;
     size_t total = iov_total(iov, count);
-    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), total > 1 && count <= 1024, &random)) {
+    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), count <= 1024 && may_shorten_read(descriptor, total), &random)) {
     case flow_fault_errno: FAIL(-1);
     case flow_fault_short: {
         struct iovec copy[1024];

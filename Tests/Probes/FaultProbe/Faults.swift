@@ -67,12 +67,14 @@ enum FaultKind: String, CaseIterable {
     }
 }
 
-/// The child of the process scenario: copies standard input to standard output; its exit status.
+/// The child of the process scenario: copies standard input to standard output, and exits 1 if the
+/// input was not as long as its first 8 bytes say (so that input cut short shows in its status).
 func copyInputToOutput() -> Int32 {
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    var copied = 0
     while true {
         let count = read(0, &buffer, buffer.count)
-        if count == 0 { return 0 }
+        if count == 0 { break }
         if count < 0 {
             if errno == EINTR { continue }
             return 1
@@ -86,8 +88,13 @@ func copyInputToOutput() -> Int32 {
             }
             written += result
         }
+        copied += count
     }
+    return copied == childInputLength + 8 ? 0 : 1
 }
+
+/// How many bytes the process scenario writes to its child, after an 8-byte header saying so.
+let childInputLength = 256 * 1024
 
 /// The byte at `offset` of the stream a run with `seed` sends: a lost, duplicated or reordered byte
 /// shows at the first offset where it differs.

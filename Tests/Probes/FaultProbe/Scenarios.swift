@@ -378,7 +378,8 @@ func datagramBytes(_ number: Int, size: Int, seed: UInt64) -> [UInt8] {
 
 /// Runs this program as `cat`, writing bytes to its input and checking its output.
 func childOutput(on loop: EventLoop, state: RunState) {
-    let input = pattern(seed: state.seed, count: 256 * 1024)
+    let length = childInputLength
+    let input = withUnsafeBytes(of: UInt64(length).littleEndian, Array.init) + pattern(seed: state.seed, count: length)
     let executable = String(decoding: readLink("/proc/self/exe"), as: UTF8.self)
     state.closing.enter()
     ChildProcess.run(executable, arguments: ["cat"], input: input, on: loop).onResult(on: .none) { result in

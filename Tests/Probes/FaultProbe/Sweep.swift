@@ -192,9 +192,9 @@ func openDescriptors() -> [String: String] {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         guard name != "." && name != ".." else { continue }
         let target = String(decoding: readLink("/proc/self/fd/\(name)"), as: UTF8.self)
-        // Not the run's: this directory's own descriptor, and libdispatch's timer, which it opens and
+        // Not the run's: this directory's own descriptor (and the runtime's reads of /proc), and libdispatch's timer, which it opens and
         // closes on its own schedule (the sweep's waits use Dispatch and Swift's tasks).
-        if target.hasSuffix("/fd") || target == "anon_inode:[timerfd]" { continue }
+        if target.hasPrefix("/proc/") || target == "anon_inode:[timerfd]" { continue }
         // libuv's spare descriptor for EMFILE is /dev/null, reopened as / after it was used.
         descriptors[name] = target == "/" ? "/dev/null" : target
     }
