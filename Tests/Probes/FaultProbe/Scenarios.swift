@@ -3,16 +3,17 @@ import Flow
 import FlowNet
 import FlowSystem
 import Glibc
+import HTTPParsing
 import Synchronization
 
 /// What a run does.
 enum Scenario: String, CaseIterable {
-    case tcp, unix, file, chunks, udp, process, lookup
+    case tcp, unix, file, chunks, udp, process, http, lookup
 
     /// The kinds of fault that reach a call this scenario makes.
     var faults: [FaultKind] {
         switch self {
-        case .tcp, .unix, .process: [.eintr, .eagain, .short, .enomem, .enobufs, .emfile, .econnreset, .alloc]
+        case .tcp, .unix, .process, .http: [.eintr, .eagain, .short, .enomem, .enobufs, .emfile, .econnreset, .alloc]
         case .file, .chunks: [.eintr, .short, .eio, .emfile, .alloc]
         case .udp: [.eintr, .eagain, .enomem, .enobufs, .emfile, .alloc]
         case .lookup: [.eagain, .enomem, .alloc]
@@ -28,6 +29,7 @@ enum Scenario: String, CaseIterable {
         case .chunks: fileChunks(on: loop, state: state)
         case .udp: datagramEcho(on: loop, state: state)
         case .process: childOutput(on: loop, state: state)
+        case .http: httpExchange(on: loop, state: state)
         case .lookup: nameLookup(on: loop, state: state)
         }
     }
@@ -423,6 +425,143 @@ func nameLookup(on loop: EventLoop, state: RunState) {
             state.finish(.completed)
         case .success(let addresses):
             state.finish(.violated("localhost resolved to \(addresses)"))
+        }
+    }
+}
+
+// MARK: - HTTP through HTTPHello's parser
+
+/// How many pipelined requests an HTTP run sends.
+let httpRequests = 200
+
+/// The body length of request `index` in a run with `seed`.
+func httpBodyLength(_ index: Int, seed: UInt64) -> Int { (index * 37 + Int(seed % 1000)) % 3000 }
+
+/// The answer to request `index`, whose head said `contentLength`: its numbers, fixed-width.
+func httpResponse(_ index: Int, contentLength: Int) -> [UInt8] {
+    func digits(_ value: Int) -> String {
+        let text = String(value)
+        return String(repeating: "0", count: max(0, 8 - text.count)) + text
+    }
+    return Array("HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\n\(digits(index))\(digits(contentLength))".utf8)
+}
+
+/// A server parsing requests with HTTPRequestParser answers each; it closes after the one that asks.
+func serveHTTP(_ connection: StreamConnection, state: RunState) {
+    state.closing.enter()
+    let isClosing = Mutex(false)
+    let close: @Sendable () -> Void = {
+        guard !isClosing.withLock({ let was = $0; $0 = true; return was }) else { return }
+        connection.close().always(on: .none) { state.closing.leave() }
+    }
+    var parser = HTTPRequestParser()
+    var answered = 0
+    connection.onRead { event in
+        switch event {
+        case .bytes(let bytes):
+            var isLast = false
+            do {
+                try parser.consume(bytes) { head in
+                    connection.send(SharedBytes(httpResponse(answered, contentLength: head.contentLength))) { error in
+                        if let error {
+                            state.heard("server write: \(error)")
+                            close()
+                        }
+                    }
+                    answered += 1
+                    isLast = !head.keepsAlive
+                    return !isLast
+                }
+            } catch {
+                state.heard("server parse: \(error)")
+                close()
+                return
+            }
+            if isLast { connection.shutdown().always(on: .none) { close() } }
+        case .endOfStream:
+            connection.shutdown().always(on: .none) { close() }
+        case .failed(let error):
+            state.heard("server read: \(error)")
+            close()
+        }
+    }
+}
+
+/// A client sends pipelined requests with bodies over TCP, and checks the answers byte by byte.
+func httpExchange(on loop: EventLoop, state: RunState) {
+    let seed = state.seed
+    let listener: TCPListener
+    do {
+        listener = try TCPListener.listen(host: "127.0.0.1", port: 0, on: loop) { serveHTTP($0, state: state) }
+    } catch {
+        state.finish(.failed("listen: \(error)"))
+        return
+    }
+    var requests: [UInt8] = []
+    var expected: [UInt8] = []
+    for index in 0..<httpRequests {
+        let length = httpBodyLength(index, seed: seed)
+        let closing = index == httpRequests - 1 ? "Connection: close\r\n" : ""
+        requests += Array("POST / HTTP/1.1\r\nHost: flow\r\nContent-Length: \(length)\r\n\(closing)\r\n".utf8)
+        requests += pattern(seed: seed &+ UInt64(index), count: length)
+        expected += httpResponse(index, contentLength: length)
+    }
+    let answers = expected
+    let requestBytes = SharedBytes(requests)
+    state.closing.enter()   // the listener
+    let hasEnded = Mutex(false)
+    let end: @Sendable (Outcome?, StreamConnection?) -> Void = { outcome, connection in
+        guard !hasEnded.withLock({ let was = $0; $0 = true; return was }) else { return }
+        loop.execute {
+            let accepts = listener.failedAcceptCount
+            if accepts > 0 { state.heard("\(accepts) failed accepts") }
+            if let outcome { state.finish(outcome) } else { state.failOrViolate("the answers ended early") }
+            connection?.close().always(on: .none) { state.closing.leave() }
+            listener.close().always(on: .none) { state.closing.leave() }
+        }
+    }
+    TCPConnection.connect(host: "127.0.0.1", port: listener.port, on: loop).onResult(on: loop.scheduler) { result in
+        let connection: TCPConnection
+        switch result {
+        case .failure(let error):
+            state.heard(error)
+            end(.failed("connect: \(error)"), nil)
+            return
+        case .success(let connected):
+            connection = connected
+        }
+        state.closing.enter()   // the client's connection
+        var received = 0
+        var isDone = false
+        connection.onRead { event in
+            guard !isDone else { return }
+            switch event {
+            case .bytes(let bytes):
+                for (index, byte) in bytes.enumerated() where received + index >= answers.count || byte != answers[received + index] {
+                    isDone = true
+                    end(.violated("answer byte \(received + index) of \(answers.count) differs"), connection)
+                    return
+                }
+                received += bytes.count
+                state.countChecked(bytes.count)
+                if received == answers.count {
+                    isDone = true
+                    end(.completed, connection)
+                }
+            case .endOfStream:
+                isDone = true
+                end(nil, connection)
+            case .failed(let error):
+                isDone = true
+                state.heard(error)
+                end(.failed("client read: \(error)"), connection)
+            }
+        }
+        connection.write(requestBytes).onResult(on: loop.scheduler) { result in
+            if case .failure(let error) = result {
+                state.heard("client write: \(error)")
+                end(.failed("client write: \(error)"), connection)
+            }
         }
     }
 }

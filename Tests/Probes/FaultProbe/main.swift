@@ -1,8 +1,9 @@
 // Runs one scenario of Flow's I/O (TCP or Unix-socket echo, file writes and reads, file chunks, UDP
-// echo, a child's piped output, a name lookup) again and again under one kind of injected fault, a
-// seed per run, and prints a line per run: what was injected, how the run ended, how many bytes were
-// checked, and any broken promise (a lost, duplicated or reordered byte, a failure no caller heard of,
-// a descriptor, handle or future left behind). A run that hangs ends the program (status 3).
+// echo, a child's piped output, pipelined HTTP requests through HTTPHello's parser, a name lookup)
+// again and again under one kind of injected fault, a seed per run, and prints a line per run: what
+// was injected, how the run ended, how many bytes were checked, and any broken promise (a lost,
+// duplicated or reordered byte, a failure no caller heard of, a descriptor, handle or future left
+// behind). A run that hangs ends the program (status 3).
 //
 //     FaultProbe available      (1 or 0: whether the calls can be faulted in this build)
 //     FaultProbe matrix         (each scenario and the kinds of fault it is swept with)
