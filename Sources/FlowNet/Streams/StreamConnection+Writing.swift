@@ -47,8 +47,8 @@ extension StreamConnection {
     }
 
     /// Writes `bytes` without making a future: the hot path for servers. `completion`, if given, runs on
-    /// the loop with `nil` once the kernel has the bytes, or with the error; never before this call
-    /// returns. Loop context only.
+    /// the loop with `nil` once the kernel has the bytes, or with the error (an earlier write's, if one
+    /// failed: see ``write(_:)-(SharedBytes)``); never before this call returns. Loop context only.
     ///
     /// ```swift
     /// connection.send(cannedResponse)

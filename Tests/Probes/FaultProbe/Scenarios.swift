@@ -44,6 +44,7 @@ let streamBytes = 1 << 20
 /// does not take them; closes on the end of the stream or on an error, which it tells `state` of.
 func serveEcho(_ connection: StreamConnection, state: RunState) {
     state.closing.enter()
+    state.accepted()
     let isClosing = Mutex(false)
     let close: @Sendable () -> Void = {
         guard !isClosing.withLock({ let was = $0; $0 = true; return was }) else { return }
@@ -449,6 +450,7 @@ func httpResponse(_ index: Int, contentLength: Int) -> [UInt8] {
 /// A server parsing requests with HTTPRequestParser answers each; it closes after the one that asks.
 func serveHTTP(_ connection: StreamConnection, state: RunState) {
     state.closing.enter()
+    state.accepted()
     let isClosing = Mutex(false)
     let close: @Sendable () -> Void = {
         guard !isClosing.withLock({ let was = $0; $0 = true; return was }) else { return }

@@ -23,6 +23,7 @@ final class RunState: @unchecked Sendable {
     private nonisolated(unsafe) var outcome: Outcome?
     private nonisolated(unsafe) var errors: [String] = []
     private nonisolated(unsafe) var checked = 0
+    private nonisolated(unsafe) var acceptedConnections = 0
     private let ended = DispatchSemaphore(value: 0)
     /// Entered for each handle the run opens, left when it has closed.
     let closing = DispatchGroup()
@@ -49,6 +50,9 @@ final class RunState: @unchecked Sendable {
 
     func countChecked(_ count: Int) { lock.withLock { _ in checked += count } }
 
+    /// Counts a connection the server accepted.
+    func accepted() { lock.withLock { _ in acceptedConnections += 1 } }
+
     var heardErrors: [String] { lock.withLock { _ in errors } }
     var bytesChecked: Int { lock.withLock { _ in checked } }
     var isFinished: Bool { lock.withLock { _ in outcome != nil } }
@@ -60,9 +64,15 @@ final class RunState: @unchecked Sendable {
 
     /// Ends the run as failed if an error was heard, else as a violation: the stream ended early and
     /// nobody was told why.
+    ///
+    /// Except for a connection the server never accepted: libuv answers `EMFILE` on `accept4` by closing
+    /// the connections waiting (with its spare descriptor), without telling the listener; the client
+    /// reads the end of the stream, which the client's protocol then reports.
     func failOrViolate(_ what: String) {
         if let first = heardErrors.first {
             finish(.failed("\(what) (\(first))"))
+        } else if lock.withLock({ _ in acceptedConnections }) == 0 {
+            finish(.failed("\(what): the server never accepted the connection (libuv closed it)"))
         } else {
             finish(.violated("\(what), and no caller was told of an error"))
         }
