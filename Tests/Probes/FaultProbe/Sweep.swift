@@ -204,7 +204,8 @@ func openDescriptors() -> [String: String] {
         let target = String(decoding: readLink("/proc/self/fd/\(name)"), as: UTF8.self)
         // Not the run's: this directory's own descriptor (and the runtime's reads of /proc), and libdispatch's timer, which it opens and
         // closes on its own schedule (the sweep's waits use Dispatch and Swift's tasks).
-        if target.hasPrefix("/proc/") || target == "anon_inode:[timerfd]" { continue }
+        // Nor one closed while the directory was read (its link then reads as nothing).
+        if target.isEmpty || target.hasPrefix("/proc/") || target == "anon_inode:[timerfd]" { continue }
         // libuv's spare descriptor for EMFILE is /dev/null, reopened as / after it was used.
         descriptors[name] = target == "/" ? "/dev/null" : target
     }
