@@ -112,6 +112,9 @@ struct Sweep {
     }
 
     private func runOnce(seed: UInt64, plan: flow_fault_plan, loop: EventLoop, label: String) -> (String, Bool) {
+        // A last bound, should the sweep's own waits on the loop hang: SIGALRM ends the program.
+        alarm(UInt32(runSeconds * 4))
+        defer { alarm(0) }
         let descriptorsBefore = openDescriptors()
         let handlesBefore = loop.scheduler.sync { handleCount(loop) }
         let state = RunState(seed: seed)
