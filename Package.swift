@@ -153,6 +153,14 @@ let package = Package(
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
         // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
         .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet"], path: "Tests/Probes/MisuseProbe"),
+        // Issue #30: libuv's allocator and the system calls libuv makes, failed on purpose from a seed;
+        // linked only into FaultProbe, whose runs Tests/FlowReliabilityTests/FaultSweepTests sweeps.
+        .target(name: "CFaultInjection", dependencies: ["CLibUV"], path: "Tests/FaultInjection"),
+        .executableTarget(
+            name: "FaultProbe",
+            dependencies: ["Flow", "FlowNet", "FlowSystem", "HTTPParsing", "CFaultInjection"],
+            path: "Tests/Probes/FaultProbe"
+        ),
         // What the test targets share: loop runners with leak and hang checks, the live-futures trait,
         // example processes. A plain target, not a product.
         .target(name: "FlowTestSupport", dependencies: ["Flow", "CLibUV"], path: "Tests/FlowTestSupport"),

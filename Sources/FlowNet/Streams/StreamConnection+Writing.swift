@@ -4,8 +4,9 @@ import Flow
 extension StreamConnection {
     /// Writes `bytes`. The future completes once libuv has handed all of them to the kernel, and fails
     /// with libuv's error (`EPIPE: broken pipe`, `ECONNRESET: connection reset by peer`) or with
-    /// `ECANCELED` if the connection is closed first. Writes go out in the order made. Callable from any
-    /// thread.
+    /// `ECANCELED` if the connection is closed first. Writes go out in the order made. Once a write has
+    /// failed, the later ones (and ``shutdown()``) fail with its error, unwritten: the peer would otherwise
+    /// read them where the failed bytes belonged. Callable from any thread.
     ///
     /// A peer that does not read leaves the future pending once the kernel's buffers are full: a writer
     /// that waits for each write before the next one never holds more than one write in memory.
@@ -46,8 +47,9 @@ extension StreamConnection {
     }
 
     /// Writes `bytes` without making a future: the hot path for servers. `completion`, if given, runs on
-    /// the loop with `nil` once the kernel has the bytes, or with the error; never before this call
-    /// returns. Callable from any thread: off the loop it waits until the loop has queued the bytes.
+    /// the loop with `nil` once the kernel has the bytes, or with the error (an earlier write's, if one
+    /// failed: see ``write(_:)-(SharedBytes)``); never before this call returns. Callable from any
+    /// thread: off the loop it waits until the loop has queued the bytes.
     ///
     /// ```swift
     /// connection.send(cannedResponse)
@@ -63,6 +65,10 @@ extension StreamConnection {
     private func sendOnLoop(_ bytes: SharedBytes, completion: ((EventLoopError?) -> Void)?) {
         guard closing.isOpen else {
             if let completion { reportLater(completion, .cancelledByClose) }
+            return
+        }
+        if let writeFailure {
+            if let completion { reportLater(completion, writeFailure) }
             return
         }
         misusePrecondition(bytes.count <= Int(UInt32.max), "\(type(of: self)).send: a single write is limited to 4 GiB")
@@ -82,6 +88,11 @@ extension StreamConnection {
             if let completion { reportLater(completion, EventLoop.error(status)) }
             return
         }
+        // libuv tries the write at once when nothing is queued, and may fail it there, reporting only on
+        // the loop's next turn: a write made before then would go out after the failed one's hole.
+        if write.request.pointee.error != 0, writeFailure == nil {
+            writeFailure = EventLoop.error(write.request.pointee.error)
+        }
         loop.libuvStateDidChange()
     }
 
@@ -99,6 +110,7 @@ extension StreamConnection {
     private func didWrite(_ write: WriteRequest, status: Int32) {
         let completion = write.completion
         write.reset()
+        if status != 0, writeFailure == nil { writeFailure = EventLoop.error(status) }
         // Requests are reused while the connection is open; once it closes they go with it.
         if closing.isOpen, spareWriteRequests.count < 8 {
             spareWriteRequests.append(write)
@@ -187,6 +199,10 @@ extension StreamConnection {
         onLoop { [self] in
             guard closing.isOpen else {
                 done.fail(EventLoopError.cancelledByClose)
+                return
+            }
+            if let writeFailure {
+                done.fail(writeFailure)
                 return
             }
             let request = ShutdownRequest(done)

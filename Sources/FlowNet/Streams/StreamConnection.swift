@@ -44,6 +44,8 @@ public class StreamConnection: @unchecked Sendable {
     // Writing (see StreamConnection+Writing.swift).
     var writabilityWaiters: [PendingResult<Void>] = []
     var spareWriteRequests: [WriteRequest] = []
+    /// The error of the first write that failed: the writes after it fail with it too, unwritten.
+    var writeFailure: EventLoopError?
 
     /// Bytes queued by ``write(_:)-(SharedBytes)`` and ``send(_:completion:)`` but not yet taken by the
     /// kernel at which ``isWritable`` turns false. Callable from any thread. Defaults to 256 KiB; 0 holds

@@ -151,7 +151,10 @@ public enum FileSystem {
     ) -> Future<[UInt8]> {
         misusePrecondition(limit >= 0, "FileSystem.readFile: the limit must not be negative, not \(limit)")
         return open(path, .read, on: loop).flatMap(on: .none) { file in
-            file.readToEnd(limit: limit).always(on: .none) { file.close() }
+            // Completes once the file is closed, so that the caller finds its descriptor back.
+            file.readToEnd(limit: limit).flatMapResult(on: .none) { read in
+                file.close().flatMapResult(on: .none) { _ in Future(result: read) }
+            }
         }
     }
 

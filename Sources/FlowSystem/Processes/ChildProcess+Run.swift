@@ -57,8 +57,10 @@ extension ChildProcess {
     ///   - loop: the loop that runs the command and on which the future completes.
     /// - Returns: the output and how the command ended (a failing exit code is not an error here: see
     ///   ``Termination/isSuccess``). Fails with the spawn's error, such as `ENOENT: no such file or
-    ///   directory`, or `EINVAL: invalid argument` for a string holding a NUL byte. Cancelling it kills the
-    ///   command. A negative `outputLimit` stops the program with a message.
+    ///   directory`, or `EINVAL: invalid argument` for a string holding a NUL byte; with the error that
+    ///   cut reading its output short, or writing its input (except `EPIPE` and `ECONNRESET`: the command
+    ///   stopped reading it). Cancelling it kills the command. A negative `outputLimit` stops the program
+    ///   with a message.
     public static func run(
         _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
         workingDirectory: String? = nil, input: [UInt8]? = nil, outputLimit: Int = 16 * 1024 * 1024,
@@ -72,7 +74,10 @@ extension ChildProcess {
                 standardInput: input == nil ? .ignore : .pipe, standardOutput: .pipe, standardError: .pipe, on: loop)
             let collector = OutputCollector(child: child, limit: outputLimit, completion: completion)
             if let input, let standardInput = child.standardInput {
-                standardInput.write(input).always(on: .none) { standardInput.close() }
+                standardInput.write(input).onResult(on: .none) { written in
+                    if case .failure(let error) = written { collector.inputFailed(error) }
+                    standardInput.close()
+                }
             }
             collector.start()
             return Disposer { loop.inContext { collector.cancel() } }
@@ -118,7 +123,12 @@ private final class OutputCollector: @unchecked Sendable {
                 } else {
                     append(bytes)
                 }
-            case .endOfStream, .failed:
+            case .endOfStream:
+                stream.close()
+                streamEnded()
+            case .failed(let readError):
+                // The output is cut short: the caller is told, rather than handed the part read.
+                if failure == nil { failure = readError }
                 stream.close()
                 streamEnded()
             }
@@ -141,6 +151,16 @@ private final class OutputCollector: @unchecked Sendable {
         } else {
             completion(.success(ProcessOutput(termination: termination, standardOutput: output, standardError: error)))
         }
+    }
+
+    /// Writing the input failed with `inputError`. A command that stops reading its input (it exits, or
+    /// closes it: `EPIPE`, `ECONNRESET`) decides so itself; any other failure cut the input short
+    /// without the command knowing, and fails the run.
+    func inputFailed(_ inputError: Error) {
+        if case .libuv(_, let name, _)? = inputError as? EventLoopError, name == "EPIPE" || name == "ECONNRESET" {
+            return
+        }
+        if failure == nil { failure = inputError }
     }
 
     func cancel() {
