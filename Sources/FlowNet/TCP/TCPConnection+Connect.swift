@@ -80,7 +80,7 @@ extension TCPConnection {
             }
             return Disposer {
                 timer.dispose()
-                observed.cancel()
+                observed.cancelQuietly()
             }
         }
     }
