@@ -150,6 +150,7 @@ public final class UDPSocket: @unchecked Sendable {
             socket.beginClosing()
             throw EventLoop.error(failure)
         }
+        loop.nameHandle(handle, kind: .datagramSocket, summary: "UDP socket on \(socket.localAddress)", creationSite: nil)
         loop.libuvStateDidChange()
         return socket
     }
@@ -447,6 +448,7 @@ public final class UDPSocket: @unchecked Sendable {
 
     private func beginClosing() {
         guard closing.beginClosing() else { return }
+        loop.forgetHandle(handle)
         datagramStreams.finish()
         uv_close(baseHandle) { handle in
             Owner.release(handle?.pointee.data, as: UDPSocket.self).didClose()
