@@ -38,6 +38,18 @@ struct SystemResourceTests {
         try await child.kill().get()
         _ = try await child.exit.get()
         #expect(named().isEmpty, "\(named())")
+
+        let piped = try ChildProcess.spawn("/bin/cat", standardInput: .pipe, standardOutput: .pipe, on: loop)
+        piped.standardOutput?.onRead { _ in }
+        let pid = piped.processIdentifier
+        #expect(Set(named()) == [
+            LoopResource(kind: .childProcess, summary: "child process \(pid) (/bin/cat)"),
+            LoopResource(kind: .connection, summary: "standard output of child process \(pid)"),
+        ])
+        try await piped.standardInput!.close().get()
+        _ = try await piped.exit.get()
+        try await piped.standardOutput!.close().get()
+        #expect(named().isEmpty, "\(named())")
     }
 
     @Test("a path watcher made with keepsLoopAlive: false does not keep the loop running")

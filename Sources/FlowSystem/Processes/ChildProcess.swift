@@ -234,6 +234,9 @@ public final class ChildProcess: @unchecked Sendable {
         let child = ChildProcess(loop: loop, handle: handle, pipes: (pipes[0], pipes[1], pipes[2]))
         handle.pointee.data = Owner.retain(child)
         loop.nameHandle(handle, kind: .childProcess, summary: "child process \(handle.pointee.pid) (\(executable))", creationSite: nil)
+        for (pipe, stream) in zip(pipes, ["standard input", "standard output", "standard error"]) {
+            pipe?.nameResource("\(stream) of child process \(handle.pointee.pid)")
+        }
         loop.libuvStateDidChange()
         return child
     }
