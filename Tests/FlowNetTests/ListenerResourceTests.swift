@@ -122,6 +122,18 @@ struct ListenerResourceTests {
         }
     }
 
+    @Test("closeGracefully with a negative deadline closes the open connections at once")
+    func gracefulCloseWithNegativeDeadline() async throws {
+        try await withResourceLoop("graceful.negative") { loop in
+            let listener = try TCPListener.listen(port: 0, on: loop) { _ in }
+            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
+            try await waitUntil(listener.openConnections, is: 1)
+            #expect(try await listener.closeGracefully(deadline: -1).get() == 1)
+            #expect(try await client.read().get() == nil)
+            try await client.close().get()
+        }
+    }
+
     @Test("closeGracefully of a Unix-socket listener with no connection completes at once with 0")
     func gracefulPipeCloseWithoutConnections() async throws {
         let path = NSTemporaryDirectory() + "flow-graceful-\(getpid()).sock"

@@ -63,6 +63,17 @@ struct SystemResourceTests {
         try await watcher.close().get()
     }
 
+    @Test("a negative or non-finite coalescing interval throws EINVAL")
+    func badCoalescingInterval() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        withLoopOnOwnThread(name: "watch.badCoalescing") { loop in
+            for interval in [-1, Double.infinity, Double.nan] {
+                #expect(throws: EventLoopError.self) { try PathWatcher.watch(folder.path, coalescing: interval, on: loop) }
+            }
+        }
+    }
+
     @Test("with coalescing, two writes to a file in quick succession are delivered as one change")
     func coalescedChanges() async throws {
         let folder = try TemporaryFolder()
