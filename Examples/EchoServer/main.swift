@@ -29,25 +29,12 @@ func say(_ line: String) {
     fflush(nil)
 }
 
-/// The connections open now, so that the deadline of a graceful stop can close those left.
-let openConnections = LoopBoundBox<[ObjectIdentifier: StreamConnection]>([:], loop: .main)
-/// How many connections are open: logged as it changes, and what a graceful stop waits on.
-let openConnectionCount = ReadWriteSignal(0)
 /// Listeners that last as long as the program.
 let programBag = DisposeBag()
 
-/// Closes `connection` and forgets it once closed.
-func finish(_ connection: StreamConnection) {
-    connection.close().onValue(on: .main) {
-        openConnections.value[ObjectIdentifier(connection)] = nil
-        openConnectionCount.value = openConnections.value.count
-    }
-}
-
-/// Echoes one connection until the client closes its side, then closes once the echo went out.
+/// Echoes one connection until the client closes its side, then closes once the echo went out. The
+/// listener counts it until it closes.
 func echo(_ connection: StreamConnection) {
-    openConnections.value[ObjectIdentifier(connection)] = connection
-    openConnectionCount.value = openConnections.value.count
     connection.onRead { event in
         switch event {
         case .bytes(let bytes):
@@ -58,30 +45,30 @@ func echo(_ connection: StreamConnection) {
             }
         case .endOfStream:
             // The shutdown waits for the queued echo, then tells the client we are done too.
-            connection.shutdown().always { finish(connection) }
+            connection.shutdown().always { connection.close() }
         case .failed:
-            finish(connection)
+            connection.close()
         }
     }
 }
 
-/// On the first SIGTERM or SIGINT: stop accepting, wait for the open connections up to the deadline,
-/// then close the rest. The loop's `run()` returns once everything is closed.
-func stopGracefully(on signal: ProcessSignal, stopListening: () -> Void, drainSeconds: Double) {
-    stopListening()
-    let waiting = openConnectionCount.value
+/// What the two kinds of listener share for a graceful stop.
+struct Listening: Sendable {
+    let openConnections: ReadSignal<Int>
+    let closeGracefully: @Sendable (_ deadline: Double) -> Future<Int>
+}
+
+/// On the first SIGTERM or SIGINT: the listener stops accepting, waits for the open connections up
+/// to the deadline, then closes the rest. The loop's `run()` returns once everything is closed.
+func stopGracefully(on signal: ProcessSignal, listening: Listening, drainSeconds: Double) {
+    let waiting = listening.openConnections.value
+    let stopped = listening.closeGracefully(drainSeconds)
     say("EchoServer received \(signal): no longer accepting; waiting up to \(drainSeconds) s for \(waiting) open connection\(waiting == 1 ? "" : "s")")
-    guard waiting > 0 else {
-        say("EchoServer stopped")
-        return
-    }
-    let deadline = EventLoop.main.execute(after: drainSeconds) {
-        let left = openConnections.value.values
-        say("EchoServer deadline reached: closing \(left.count) connection\(left.count == 1 ? "" : "s")")
-        for connection in left { finish(connection) }
-    }
-    programBag += openConnectionCount.filter { $0 == 0 }.onFirstValue(on: .main) { _ in
-        deadline.dispose()
+    stopped.onValue(on: .main) { closedAtDeadline in
+        guard waiting > 0 else { return say("EchoServer stopped") }
+        if closedAtDeadline > 0 {
+            say("EchoServer deadline reached: closing \(closedAtDeadline) connection\(closedAtDeadline == 1 ? "" : "s")")
+        }
         say("EchoServer stopped: every connection closed")
     }
 }
@@ -96,25 +83,24 @@ LoggingSystem.bootstrap(StreamLogHandler.standardError)
 var logger = Logger(label: "EchoServer")
 logger.logLevel = options.logLevel
 FlowDiagnostics.log(to: logger)   // accept failures, blocked loops: on standard error
-programBag += openConnectionCount.onValue(on: .main) { [logger] count in
-    logger.info("\(count) open connection\(count == 1 ? "" : "s")")
-}
-
 do {
-    let stopListening: @Sendable () -> Void
+    let listening: Listening
     if let unixPath {
         let listener = try PipeListener.listen(path: unixPath, on: .main, onAccept: echo)
-        stopListening = { listener.close() }
+        listening = Listening(openConnections: listener.openConnections, closeGracefully: listener.closeGracefully)
         say("EchoServer listening on \(unixPath)")
     } else {
         let listener = try TCPListener.listen(host: host, port: port, on: .main, onAccept: echo)
-        stopListening = { listener.close() }
+        listening = Listening(openConnections: listener.openConnections, closeGracefully: listener.closeGracefully)
         say("EchoServer listening on \(listener.localAddress)")
+    }
+    programBag += listening.openConnections.onValue(on: .main) { [logger] count in
+        logger.info("\(count) open connection\(count == 1 ? "" : "s")")
     }
     // The watcher does not keep the loop running by itself: once stopped, the loop ends with the last
     // connection.
     let stop = SignalWatcher.first(of: [.terminate, .interrupt], keepsLoopAlive: false, on: .main)
-    stop.onValue { signal in stopGracefully(on: signal, stopListening: stopListening, drainSeconds: drainSeconds) }
+    stop.onValue { signal in stopGracefully(on: signal, listening: listening, drainSeconds: drainSeconds) }
     try EventLoop.main.run()
     exit(0)
 } catch {

@@ -9,7 +9,6 @@
 //
 // On SIGTERM or Ctrl-C it stops accepting, gives open connections up to 5 s, and exits 0.
 
-import Dispatch
 import Flow
 import FlowLogging
 import FlowNet
@@ -37,27 +36,29 @@ FlowDiagnostics.log(to: logger)   // accept failures, blocked loops: on standard
 
 do {
     let address: SocketAddress
-    let stopListening: @Sendable () -> Void
+    let closeGracefully: @Sendable (_ deadline: Double) -> Future<Int>
     if loopCount == 1 {
         let listener = try TCPListener.listen(host: options.host, port: options.port, on: .main, onAccept: serve)
         address = listener.localAddress
-        stopListening = { listener.close() }
+        closeGracefully = listener.closeGracefully
     } else {
         let loops = [EventLoop.main] + (1..<loopCount).map { EventLoop.startOnNewThread(name: "http-\($0)") }
         let group = try TCPListenerGroup.listen(host: options.host, port: options.port, loops: loops, onAccept: serve)
         address = group.localAddress
-        stopListening = { group.close() }
+        closeGracefully = group.closeGracefully
     }
-    // Graceful stop: the main loop's `run()` returns once its listener and connections are closed;
-    // whatever is still open after the deadline is dropped with the process.
+    // Graceful stop: the listeners stop accepting, the open connections get up to 5 s, those left
+    // are closed then; the main loop's `run()` returns once its listener and connections are closed.
     SignalWatcher.first(of: [.terminate, .interrupt], keepsLoopAlive: false, on: .main).onValue { signal in
         print("HTTPHello received \(signal): no longer accepting; open connections get up to 5 s")
         fflush(nil)
-        stopListening()
-        // A Dispatch timer, unlike a loop timer, does not keep the loop running until the deadline.
-        DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
-            print("HTTPHello stopped at the deadline")
-            exit(0)
+        // The main loop runs until every loop's listener and connections are closed.
+        let stopping = EventLoop.main.keepAlive()
+        closeGracefully(5).onValue(on: .main) { closedAtDeadline in
+            stopping.dispose()
+            guard closedAtDeadline > 0 else { return }
+            print("HTTPHello closed \(closedAtDeadline) connection\(closedAtDeadline == 1 ? "" : "s") at the deadline")
+            fflush(nil)
         }
     }
     print("HTTPHello listening on \(address) with \(loopCount) loop\(loopCount == 1 ? "" : "s")")

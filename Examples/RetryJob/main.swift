@@ -138,17 +138,14 @@ log("job started: up to \(maxRetries) retries, \(attemptTimeout) s per attempt, 
 
 let job = fetchReport(port: port, attempts: attempts)
     .timeout(after: attemptTimeout)
-    .onErrorRepeat(maxRepetitions: maxRetries, delayBeforeRepetition: { retry in
-        let delay = backoff.delay(forAttempt: retry)
-        log("  waiting \(Int(delay * 1000)) ms before retry \(retry)")
-        return delay
-    }, when: { error in
-        log("  attempt failed: \(error)")
+    .onErrorRepeat(backoff: backoff, maxRepetitions: maxRetries, onRetry: { retry in
+        // The backoff chose the delay; the hook only tells of it.
+        log("  attempt failed: \(retry.error)")
         // From the first failure on, the service is up (and misbehaving).
         if (try? service.start(port: port)) != nil {
             log("  (the flaky service starts listening)")
         }
-        return true
+        log("  waiting \(Int(retry.delay * 1000)) ms before retry \(retry.number)")
     })
 
 let outcome: Result<String>

@@ -62,7 +62,7 @@ struct ServiceGroupServer: AsyncParsableCommand {
         let server = FlowServerService(
             loopCount: loops, name: "server", shutdownDeadline: .milliseconds(Int(shutdownDeadline * 1000))
         ) { [host, port] loops in
-            try GreetingServer(host: host, port: port, loops: loops).start()
+            try GreetingServer(host: host, port: port, loops: loops, shutdownDeadline: shutdownDeadline).start()
         }
         let job = PeriodicJob(loop: server.loops[0], interval: interval, logger: logger)
         // Shut down in reverse order: the job first, then the server, which closes the loops.
@@ -81,17 +81,11 @@ struct GreetingServer {
     let host: String
     let port: Int
     let loops: [Flow.EventLoop]
+    /// Seconds open connections get to finish once shutdown begins.
+    let shutdownDeadline: Double
 
     func start() throws -> FlowServerService.Running {
-        let work = InFlightWork()
-        // Each loop's open connections, touched only on that loop, for closing them at the deadline.
-        let openConnections = loops.map { loop in
-            loop.scheduler.sync { LoopBoundBox<[ObjectIdentifier: TCPConnection]>([:], loop: loop) }
-        }
         let listeners = try TCPListenerGroup.listen(host: host, port: port, loops: loops) { connection in
-            let open = openConnections.first { $0.loop === connection.loop }!
-            let token = work.begin()
-            open.value[ObjectIdentifier(connection)] = connection
             // Lines of up to 4 KiB; a longer one ends the signal with an error, and the connection.
             let reading = DisposeBag()
             reading += connection.lineSignal(maximumLength: 4096).onEvent(on: .none) { event in
@@ -100,23 +94,16 @@ struct GreetingServer {
                     connection.send(helloLine)
                 case .end:
                     reading.dispose()
-                    connection.close().always {
-                        open.value[ObjectIdentifier(connection)] = nil
-                        token.dispose()
-                    }
+                    connection.close()
                 }
             }
         }
         print("ServiceGroupServer listening on \(listeners.localAddress)")
         fflush(nil)   // stdout is a pipe under tests: make the line visible now
+        // Each listener counts its open connections: the graceful close stops accepting, gives them
+        // until the deadline, then closes those left.
         return FlowServerService.Running(
-            stopAccepting: { listeners.close() },
-            finishWork: { work.whenIdle() },
-            forceClose: {
-                for open in openConnections {
-                    open.loop.execute { for connection in open.value.values { connection.close() } }
-                }
-            })
+            stopAccepting: { listeners.closeGracefully(deadline: shutdownDeadline).toVoid() })
     }
 }
 

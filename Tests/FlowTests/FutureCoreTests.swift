@@ -226,7 +226,7 @@ struct FutureCoreTests {
     func cancelWithContinuationIsIgnored() {
         let operation = Operation<Int>(on: .none)
         let child = operation.future.map(on: .none) { $0 + 1 }
-        operation.future.cancel()
+        expectDebugDiagnostic(containing: "was ignored: the future has continuations") { operation.future.cancel() }
         #expect(!operation.future.isCompleted)
         #expect(operation.disposals.value == 0)
         operation.succeed(1)

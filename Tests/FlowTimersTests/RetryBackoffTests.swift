@@ -107,4 +107,60 @@ struct RetryBackoffTests {
         #expect(attempts.values == [0, 60_000])
         #expect(retrying.result?.error as? FutureError == .aborted)
     }
+
+    @Test("onRetry tells each retry's number, the backoff's delay and the error, before the wait, on virtual time")
+    func onRetryReportsEachRetry() {
+        let clock = VirtualTimeScheduler()
+        let scheduler = clock.scheduler
+        let attempts = Recorder<Int64>()
+        let retries = Recorder<(number: Int, delayMilliseconds: Int, error: String, at: Int64)>()
+        let backoff = Backoff.exponential(initial: 0.12, maximum: 100, jitter: .full, random: RandomSource { 0.5 })
+        _ = scheduler.sync {
+            job(on: scheduler, clock: clock, attempts: attempts, succeedOnAttempt: 4,
+                failure: { attempts.count == 2 ? Forbidden() as Error : Unavailable() })
+                .onErrorRepeat(backoff: backoff, maxRepetitions: 5, onRetry: { retry in
+                    retries.append((retry.number, Int((retry.delay * 1000).rounded()), "\(type(of: retry.error))",
+                                    clock.nowMilliseconds))
+                })
+        }
+        clock.runUntilIdle()
+        // Half of 120, 240 and 480 ms: each reported at the failure, before its wait.
+        #expect(attempts.values == [0, 60, 180, 420])
+        #expect(retries.values.map(\.number) == [1, 2, 3])
+        #expect(retries.values.map(\.delayMilliseconds) == [60, 120, 240])
+        #expect(retries.values.map(\.error) == ["Unavailable", "Forbidden", "Unavailable"])
+        #expect(retries.values.map(\.at) == [0, 60, 180])
+    }
+
+    @Test("onRetry is not told of a failure that ends the repetition: the predicate's no, or the last allowed")
+    func onRetrySilentWhenNotRetrying() {
+        let clock = VirtualTimeScheduler()
+        let scheduler = clock.scheduler
+        let attempts = Recorder<Int64>()
+        let retries = Recorder<Int>()
+        let outcome = Recorder<Result<String>>()
+        _ = scheduler.sync {
+            job(on: scheduler, clock: clock, attempts: attempts)
+                .onErrorRepeat(backoff: .constant(1), maxRepetitions: 2, onRetry: { retries.append($0.number) })
+                .onResult { outcome.append($0) }
+        }
+        clock.runUntilIdle()
+        #expect(attempts.count == 3)
+        #expect(retries.values == [1, 2])
+        #expect(outcome.values.first?.error is Unavailable)
+
+        let rejected = Recorder<Int>()
+        _ = scheduler.sync {
+            job(on: scheduler, clock: clock, attempts: Recorder<Int64>(), failure: { Forbidden() })
+                .onErrorRepeat(backoff: .constant(1), when: { !($0 is Forbidden) }, onRetry: { rejected.append($0.number) })
+        }
+        clock.runUntilIdle()
+        #expect(rejected.values.isEmpty)
+    }
+
+    @Test("a retry describes itself for a log line")
+    func retryDescription() {
+        let retry = RetryAttempt(number: 3, delay: 0.24, error: Unavailable())
+        #expect(retry.description == "retry 3 in 240 ms after: Unavailable()")
+    }
 }

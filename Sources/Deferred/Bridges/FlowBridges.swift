@@ -54,7 +54,7 @@ extension Task {
         // observer never reports, so the cancellation fills the outcome itself.
         let observer = future.onResult(on: .none) { result in outcome.fill(with: result) }
         self.init(Future(outcome), uponCancel: {
-            observer.cancel()
+            observer.cancelQuietly()
             outcome.fail(with: FutureError.aborted)
         })
     }

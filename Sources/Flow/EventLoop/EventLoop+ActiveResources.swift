@@ -126,6 +126,13 @@ extension EventLoop {
         resourceRegistry.withLock { $0.namedHandles[UInt(bitPattern: handle)] = resource }
     }
 
+    /// ``nameHandle(_:kind:summary:file:line:)`` for a handle whose creation site the library does not
+    /// know (its own line would only mislead): listed without one.
+    package func nameHandle(_ handle: UnsafeMutableRawPointer, kind: LoopResource.Kind, summary: String, creationSite: String?) {
+        let resource = LoopResource(kind: kind, summary: summary, creationSite: creationSite)
+        resourceRegistry.withLock { $0.namedHandles[UInt(bitPattern: handle)] = resource }
+    }
+
     /// Forgets the name given to `handle` with ``nameHandle(_:kind:summary:file:line:)``.
     public func forgetHandle(_ handle: UnsafeMutableRawPointer) {
         _ = resourceRegistry.withLock { $0.namedHandles.removeValue(forKey: UInt(bitPattern: handle)) }

@@ -187,7 +187,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
             // The step returned a future that never completes: so does this one.
             if isForever { becomeForever() }
         } else {
-            future.cancel()  // cancelled while the step ran: the returned future is not needed
+            future.cancelQuietly()  // cancelled while the step ran: the returned future is not needed
         }
     }
 

@@ -452,8 +452,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// let image = download(url).map(decode)
     /// image.cancel()   // cancels the decode step, then the download (nobody else uses it)
     /// ```
-    public final func cancel() {
-        guard cancelIfUnobserved() else { return }
+    ///
+    /// In debug builds, a cancel ignored because the future has continuations is reported through
+    /// ``FlowDiagnostics``, naming the caller's `file` and `line`.
+    public final func cancel(file: StaticString = #fileID, line: UInt = #line) {
+        guard cancelIfUnobserved() else { return reportIgnoredCancel(file: file, line: line) }
         Future.cancelUpstream(of: self)
     }
 
@@ -509,7 +512,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// ```swift
     /// bag += image(at: url).disposable
     /// ```
-    public final var disposable: Disposable { FutureCancellation(cancel: cancel) }
+    public final var disposable: Disposable { FutureCancellation(cancel: cancelQuietly) }
 
     // MARK: Repetition
 

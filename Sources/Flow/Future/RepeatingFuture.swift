@@ -10,6 +10,9 @@ struct RepeatPolicy<Value: Sendable>: Sendable {
     let shouldRepeat: @Sendable (Result<Value>) -> Future<Bool>
     /// Seconds to wait before re-run number `repetition` (1-based); overrides `delay` when set.
     let delayForRepetition: (@Sendable (Int) -> Double)?
+    /// Told of each re-run once it is decided, before its wait: for logs such as "attempt 3 failed,
+    /// retrying in 240 ms".
+    var onRetry: (@Sendable (RetryAttempt) -> Void)? = nil
 
     /// The wait before re-run number `repetition`, or nil to re-run at once.
     func delay(beforeRepetition repetition: Int) -> Double? {
@@ -94,6 +97,9 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             repetitionsSinceYield = delay == nil ? repetitionsSinceYield + 1 : 0
             return delay
         }
+        if let onRetry = policy.onRetry, let error = result.error {
+            onRetry(RetryAttempt(number: withLock { repetitions }, delay: delay ?? 0, error: error))
+        }
         if let delay {
             // A future of the timer that fails if the timer is dropped uncalled (its loop closed),
             // so that the repetition ends with that error instead of waiting for good.
@@ -114,7 +120,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
                 if !wait.isCompleted { pendingDelay = wait.disposable }
                 return true
             }
-            if !stillPending { wait.cancel() }
+            if !stillPending { wait.cancelQuietly() }
         } else if withLock({ repetitionsSinceYield > RepeatingFuture.immediateRepetitionsBetweenYields }) {
             withLock { repetitionsSinceYield = 0 }
             startAttemptAfterYielding()
@@ -159,7 +165,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         if stillPending {
             fresh.addListener(self)
         } else {
-            fresh.cancel()
+            fresh.cancelQuietly()
         }
     }
 
@@ -247,10 +253,35 @@ extension Future {
         file: StaticString = #fileID, line: UInt = #line,
         when predicate: @escaping @Sendable (Error) -> Bool = { _ in true }
     ) -> Future<Value> {
-        RepeatingFuture.make(self, policy: RepeatPolicy(
+        onErrorRepeat(
+            on: scheduler, maxRepetitions: maxRepetitions, delayBeforeRepetition: delayBeforeRepetition,
+            file: file, line: line, when: predicate, onRetry: nil)
+    }
+
+    /// `onErrorRepeat(on:maxRepetitions:delayBeforeRepetition:file:line:when:)` telling `onRetry` of
+    /// each re-run (its number, its wait, the error it follows) once decided, before the wait; on
+    /// `scheduler`, after `predicate`.
+    ///
+    /// ```swift
+    /// fetch().onErrorRepeat(maxRepetitions: 5, delayBeforeRepetition: { n in Double(n) }, onRetry: { retry in
+    ///     log("attempt \(retry.number) failed: \(retry.error); retrying in \(retry.delay) s")
+    /// })
+    /// ```
+    @preconcurrency
+    @discardableResult
+    public final func onErrorRepeat(
+        on scheduler: Scheduler = .current,
+        maxRepetitions: Int? = nil, delayBeforeRepetition: @escaping @Sendable (Int) -> Double,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @Sendable (Error) -> Bool = { _ in true },
+        onRetry: (@Sendable (RetryAttempt) -> Void)?
+    ) -> Future<Value> {
+        var policy = RepeatPolicy<Value>(
             delay: nil, maxRepetitions: maxRepetitions,
             shouldRepeat: { result in Future<Bool>.decide(on: scheduler) { result.error.map(predicate) ?? false } },
-            delayForRepetition: delayBeforeRepetition), scheduler: scheduler, file: file, line: line)
+            delayForRepetition: delayBeforeRepetition)
+        policy.onRetry = onRetry
+        return RepeatingFuture.make(self, policy: policy, scheduler: scheduler, file: file, line: line)
     }
 
     /// A future that runs this future's operation again when it fails, for as long as the future
@@ -367,4 +398,30 @@ private final class CollectedValues<Value: Sendable>: @unchecked Sendable {
             return taken
         }
     }
+}
+
+/// One re-run of an `onErrorRepeat`, as its `onRetry` hook is told before the wait that precedes it.
+///
+/// ```swift
+/// // attempt 3 failed: timed out after 0.5 s; retrying in 240 ms
+/// log("attempt \(retry.number + 1) failed: \(retry.error); retrying in \(Int(retry.delay * 1000)) ms")
+/// ```
+public struct RetryAttempt: Sendable, CustomStringConvertible {
+    /// Which re-run this is, counted from 1 (the first execution is not a re-run): the attempt that
+    /// failed is number `number`, the one about to start `number + 1`.
+    public let number: Int
+    /// Seconds waited before the re-run starts (0: at once).
+    public let delay: Double
+    /// The error of the attempt that failed.
+    public let error: any Error
+
+    /// A re-run numbered `number`, starting `delay` seconds after failing with `error`.
+    public init(number: Int, delay: Double, error: any Error) {
+        self.number = number
+        self.delay = delay
+        self.error = error
+    }
+
+    /// `retry 3 in 240 ms after: <error>`.
+    public var description: String { "retry \(number) in \(Int((delay * 1000).rounded())) ms after: \(error)" }
 }

@@ -25,7 +25,7 @@ extension Future {
         Future(on: .none, file: file, line: line, operationWithMover: { completion, mover in
             let observation = mover.moveInside(self).onResult(on: .none) { completion($0) }
             guard !futures.isEmpty else {
-                return Disposer { observation.cancel() }
+                return Disposer { observation.cancelQuietly() }
             }
             // Moved inside too: a repetition is watched by fresh runs of the triggers that are
             // operations, since this run cancels the ones it leaves pending.
@@ -33,8 +33,8 @@ extension Future {
                 completion(.failure(result.error ?? FutureError.aborted))
             }
             return Disposer {
-                observation.cancel()
-                triggers.cancel()
+                observation.cancelQuietly()
+                triggers.cancelQuietly()
             }
         })
     }

@@ -143,7 +143,7 @@ final class SequentialFutureMapper<Element: Sendable, Output: Sendable>: @unchec
                 if state.results.count == index { state.current = continuation }
                 return false
             }
-            if wasCancelled { continuation.cancel() }
+            if wasCancelled { continuation.cancelQuietly() }
             return
         }
     }
@@ -173,6 +173,6 @@ final class SequentialFutureMapper<Element: Sendable, Output: Sendable>: @unchec
             state.current = nil
             return current
         }
-        current?.cancel()
+        current?.cancelQuietly()
     }
 }

@@ -61,7 +61,7 @@ public final class SingleTaskPerformer<Value: Sendable>: @unchecked Sendable {
         }
         if let running {
             // Unused: a pending future and its continuation hold each other until cancelled.
-            callersFuture.cancel()
+            callersFuture.cancelQuietly()
             return running.onResult(on: .none, file: file, line: line) { _ in }
         }
 
@@ -74,7 +74,7 @@ public final class SingleTaskPerformer<Value: Sendable>: @unchecked Sendable {
         // Runs when the task completes, or when every caller cancelled (then the task is cancelled).
         candidate.setDisposable(Disposer { [weak self, weak candidate] in
             if let candidate { self?.clearRunningTask(candidate) }
-            continuation.cancel()
+            continuation.cancelQuietly()
         })
         return callersFuture
     }

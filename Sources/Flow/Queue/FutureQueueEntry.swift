@@ -96,7 +96,7 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
             return false
         }
         if wasCancelled {
-            observed.cancel()
+            observed.cancelQuietly()
             finish(with: .failure(FutureError.aborted))
         }
     }
@@ -121,7 +121,7 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
             return (true, observed)
         }
         guard isRunning else { return }
-        observed?.cancel()
+        observed?.cancelQuietly()
         finish(with: .failure(error))
     }
 
@@ -143,7 +143,7 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
         }
         if let observed {
             // Running: cancel it (and its operation, unless others observe it), and free the slot.
-            observed.cancel()
+            observed.cancelQuietly()
             finish(with: .failure(FutureError.aborted))
         }
         // Otherwise it is about to start, and `start()` sees the cancellation; or it is done.

@@ -49,6 +49,7 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
             let make = { () throws(EventLoopError) in try PipeConnection(loop: loop) }
             attempt.start(make: make) { connection, request, callback in
                 // Errors, even an invalid path, come back through the callback.
+                connection.nameResource("Unix-socket connection to \(path)")
                 uv_pipe_connect(request, connection.pipeHandle, path, callback)
                 return 0
             }
@@ -77,6 +78,7 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
                 connection.beginClosing()
                 throw EventLoop.error(status)
             }
+            connection.nameResource("pipe on descriptor \(fileDescriptor)")
             return connection
         }
     }

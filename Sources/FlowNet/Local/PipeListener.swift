@@ -31,6 +31,11 @@ public final class PipeListener: @unchecked Sendable {
     /// from any thread (read on the loop).
     public var failedAcceptCount: Int { loop.performAndWait("PipeListener.failedAcceptCount") { failedAccepts.count } }
     private var failedAccepts = FailureCount.accepts
+    private let accepted: AcceptedConnections
+
+    /// How many accepted connections are open now (accepted, not yet closed), as a signal that tells
+    /// of each change, as ``TCPListener/openConnections``. Readable from any thread.
+    public var openConnections: ReadSignal<Int> { accepted.count.readOnly() }
 
     /// Listens at `path`. Callable from any thread: off the loop it opens the socket on the loop and
     /// waits for it; from async code use ``listenAsync(path:backlog:on:onAccept:)``, which never blocks.
@@ -97,6 +102,7 @@ public final class PipeListener: @unchecked Sendable {
             listener.beginClosing()
             throw EventLoop.error(failure)
         }
+        loop.nameHandle(handle, kind: .listener, summary: "Unix-socket listener on \(path)", creationSite: nil)
         loop.libuvStateDidChange()
         return listener
     }
@@ -107,6 +113,7 @@ public final class PipeListener: @unchecked Sendable {
         self.handle = handle
         self.path = path
         self.onAccept = onAccept
+        accepted = AcceptedConnections(loop: loop)
         handle.pointee.data = Owner.retain(self)
     }
 
@@ -125,6 +132,8 @@ public final class PipeListener: @unchecked Sendable {
             making: { () throws(EventLoopError) in try PipeConnection(loop: loop, readBuffer: readBuffer) },
             failed: { noteFailedAccept($0) })
         guard let connection = accepted else { return }
+        connection.nameResource("Unix-socket connection accepted on \(path)")
+        self.accepted.track(connection)
         onAccept(connection)
     }
 
@@ -146,8 +155,22 @@ public final class PipeListener: @unchecked Sendable {
         closing.close(on: loop, caller: "PipeListener.close") { [self] in beginClosing() }
     }
 
+    /// Stops accepting (and removes the socket file), lets the open connections finish for up to
+    /// `deadline` seconds from now, then closes those still open, as
+    /// ``TCPListener/closeGracefully(deadline:)``: the future gives how many the deadline closed.
+    /// Callable from any thread.
+    ///
+    /// ```swift
+    /// listener.closeGracefully(deadline: 5).onValue { forced in print("\(forced) closed at the deadline") }
+    /// ```
+    @discardableResult
+    public func closeGracefully(deadline: Double) -> Future<Int> {
+        accepted.closeGracefully(deadline: deadline, caller: "PipeListener.closeGracefully") { [self] in close() }
+    }
+
     private func beginClosing() {
         guard closing.beginClosing() else { return }
+        loop.forgetHandle(handle)
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
             Owner.release(handle?.pointee.data, as: PipeListener.self).didClose()
         }

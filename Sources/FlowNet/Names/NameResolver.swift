@@ -108,7 +108,7 @@ public enum NameResolver {
     }
 
     /// Resolves `host` on the calling thread, blocking it: for the synchronous entry points such as
-    /// ``TCPListener/listen(host:port:backlog:reusePort:on:onAccept:)``, which have no future to give.
+    /// ``TCPListener/listen(host:port:backlog:reusePort:on:file:line:onAccept:)``, which have no future to give.
     /// Called off the loop it blocks only the caller's thread (the C library's `getaddrinfo`, which
     /// touches no loop state); in the loop's context it blocks the loop, which the `async` forms avoid.
     static func resolveNow(host: String, port: Int, on loop: EventLoop) throws(EventLoopError) -> [SocketAddress] {

@@ -81,6 +81,14 @@ public class StreamConnection: @unchecked Sendable {
             throw EventLoop.error(status)
         }
         handle.pointee.data = Owner.retain(self)
+        // Named more precisely once connected or accepted (``nameResource(_:)``).
+        let summary = Handle.self == uv_tcp_t.self ? "TCP connection" : Handle.self == uv_tty_t.self ? "terminal" : "pipe connection"
+        loop.nameHandle(handle, kind: .connection, summary: summary, creationSite: nil)
+    }
+
+    /// Names the connection in ``EventLoop/activeResources()``: `TCP connection to 127.0.0.1:5000`.
+    package func nameResource(_ summary: String) {
+        loop.nameHandle(handle, kind: .connection, summary: summary, creationSite: nil)
     }
 
     /// The handle as libuv's base type, for `uv_close` and the like.
@@ -110,6 +118,7 @@ public class StreamConnection: @unchecked Sendable {
     /// Closes the handle, unless already closing. Loop context only.
     func beginClosing() {
         guard closing.beginClosing() else { return }
+        loop.forgetHandle(handle)
         uv_close(baseHandle) { handle in
             let connection = Owner.release(handle?.pointee.data, as: StreamConnection.self)
             connection.didClose()

@@ -14,6 +14,8 @@ package final class HandleClosing: @unchecked Sendable {
     /// Whether libuv has closed the handles (``didClose()`` ran).
     package private(set) var isClosed = false
     private var waiters: [PendingResult<Void>] = []
+    /// Told once the handles are closed (a listener's count of its open connections).
+    private var closeObservers: [() -> Void] = []
 
     package init() {}
 
@@ -54,6 +56,14 @@ package final class HandleClosing: @unchecked Sendable {
         let waiting = waiters
         waiters = []
         for waiter in waiting { waiter.succeed(()) }
+        let observers = closeObservers
+        closeObservers = []
+        for observer in observers { observer() }
+    }
+
+    /// Runs `observer` in the loop's context once the handles are closed (at once if they are).
+    package func whenClosed(_ observer: @escaping () -> Void) {
+        if isClosed { observer() } else { closeObservers.append(observer) }
     }
 }
 

@@ -11,7 +11,10 @@ extension TCPConnection {
     /// TCPConnection.connect(to: address, on: loop).onValue { connection in connection.write("hi") }
     /// ```
     public static func connect(to address: SocketAddress, on loop: EventLoop = .main) -> Future<TCPConnection> {
-        let attempt = ConnectAttempt<TCPConnection>(didConnect: { $0.setNoDelay(true) })
+        let attempt = ConnectAttempt<TCPConnection>(didConnect: { connection in
+            connection.setNoDelay(true)
+            connection.nameResource("TCP connection to \(address)")
+        })
         let run: @Sendable () -> Void = {
             let make = { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: ReadBuffer()) }
             attempt.start(make: make) { connection, request, callback in
@@ -80,7 +83,7 @@ extension TCPConnection {
             }
             return Disposer {
                 timer.dispose()
-                observed.cancel()
+                observed.cancelQuietly()
             }
         }
     }

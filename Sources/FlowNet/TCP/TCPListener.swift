@@ -46,10 +46,19 @@ public final class TCPListener: @unchecked Sendable {
     /// without reporting a failure at all.
     public var failedAcceptCount: Int { loop.performAndWait("TCPListener.failedAcceptCount") { failedAccepts.count } }
     private var failedAccepts = FailureCount.accepts
+    private let accepted: AcceptedConnections
+
+    /// How many accepted connections are open now (accepted, not yet closed), as a signal that tells
+    /// of each change. Readable from any thread; changes are signalled on the loop.
+    ///
+    /// ```swift
+    /// bag += listener.openConnections.onValue { count in logger.info("\(count) open connections") }
+    /// ```
+    public var openConnections: ReadSignal<Int> { accepted.count.readOnly() }
 
     /// Listens on `host` and `port`, 0 for any free port. Callable from any thread: off the loop it
     /// opens the socket on the loop and waits for it (see `EventLoop.performAndWait(_:)`); from async
-    /// code use ``listenAsync(host:port:backlog:reusePort:on:onAccept:)``, which never blocks.
+    /// code use ``listenAsync(host:port:backlog:reusePort:on:file:line:onAccept:)``, which never blocks.
     ///
     /// `host` is a numeric address (`127.0.0.1`, `0.0.0.0` for every IPv4 interface, `::1`, `::` for
     /// every interface, IPv6 and IPv4) or a name such as `localhost`, resolved here, on the calling
@@ -74,16 +83,19 @@ public final class TCPListener: @unchecked Sendable {
     ///   not resolve, `EAI_NONAME: unknown node or service`.
     public static func listen(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
-        on loop: EventLoop = .main, onAccept: @escaping (TCPConnection) -> Void
+        on loop: EventLoop = .main, file: StaticString = #fileID, line: UInt = #line,
+        onAccept: @escaping (TCPConnection) -> Void
     ) throws(EventLoopError) -> TCPListener {
         loop.assertOpen("TCPListener.listen")
         let addresses = try NameResolver.resolveNow(host: host, port: port, on: loop)
         return try loop.performAndWait("TCPListener.listen") { () throws(EventLoopError) in
-            try listen(atFirstOf: addresses, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+            try listen(
+                atFirstOf: addresses, backlog: backlog, reusePort: reusePort, on: loop, file: file, line: line,
+                onAccept: onAccept)
         }
     }
 
-    /// Listens on `host` and `port` like ``listen(host:port:backlog:reusePort:on:onAccept:)``, from
+    /// Listens on `host` and `port` like ``listen(host:port:backlog:reusePort:on:file:line:onAccept:)``, from
     /// async code: a name is looked up on libuv's thread pool, the socket is opened on the loop, and
     /// the task waits for both without blocking a thread.
     ///
@@ -97,37 +109,44 @@ public final class TCPListener: @unchecked Sendable {
     /// every async context, breaking calls written without `await`.
     public static func listenAsync(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
-        on loop: EventLoop = .main, onAccept: @escaping @Sendable (TCPConnection) -> Void
+        on loop: EventLoop = .main, file: StaticString = #fileID, line: UInt = #line,
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
     ) async throws(EventLoopError) -> TCPListener {
         let addresses = try await NameResolver.resolveWithoutBlocking(host: host, port: port, on: loop)
         return try await loop.perform("TCPListener.listenAsync") { () throws(EventLoopError) in
-            try listen(atFirstOf: addresses, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+            try listen(
+                atFirstOf: addresses, backlog: backlog, reusePort: reusePort, on: loop, file: file, line: line,
+                onAccept: onAccept)
         }
     }
 
-    /// Listens on `address` like ``listen(at:backlog:reusePort:on:onAccept:)``, from async code.
+    /// Listens on `address` like ``listen(at:backlog:reusePort:on:file:line:onAccept:)``, from async code.
     ///
     /// ```swift
     /// let listener = try await TCPListener.listenAsync(at: SocketAddress(host: "::1", port: 0), on: loop) { _ in }
     /// ```
     public static func listenAsync(
         at address: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
-        on loop: EventLoop = .main, onAccept: @escaping @Sendable (TCPConnection) -> Void
+        on loop: EventLoop = .main, file: StaticString = #fileID, line: UInt = #line,
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
     ) async throws(EventLoopError) -> TCPListener {
         try await loop.perform("TCPListener.listenAsync") { () throws(EventLoopError) in
-            try listenOnLoop(at: address, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+            try listenOnLoop(
+                at: address, backlog: backlog, reusePort: reusePort, on: loop, file: file, line: line, onAccept: onAccept)
         }
     }
 
     /// Listens on the first of `addresses` that can be bound. Loop context only.
     private static func listen(
         atFirstOf addresses: [SocketAddress], backlog: Int32, reusePort: Bool,
-        on loop: EventLoop, onAccept: @escaping (TCPConnection) -> Void
+        on loop: EventLoop, file: StaticString, line: UInt, onAccept: @escaping (TCPConnection) -> Void
     ) throws(EventLoopError) -> TCPListener {
         var lastError = EventLoop.error(UV_EINVAL.rawValue)
         for address in addresses {
             do {
-                return try listenOnLoop(at: address, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+                return try listenOnLoop(
+                    at: address, backlog: backlog, reusePort: reusePort, on: loop, file: file, line: line,
+                    onAccept: onAccept)
             } catch {
                 lastError = error
             }
@@ -136,23 +155,25 @@ public final class TCPListener: @unchecked Sendable {
     }
 
     /// Listens on `address` (port 0 for any free port). Callable from any thread, as
-    /// ``listen(host:port:backlog:reusePort:on:onAccept:)``.
+    /// ``listen(host:port:backlog:reusePort:on:file:line:onAccept:)``.
     ///
     /// ```swift
     /// let listener = try TCPListener.listen(at: SocketAddress(host: "::", port: 0), on: .main) { connection in ... }
     /// ```
     public static func listen(
         at requested: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
-        on loop: EventLoop = .main, onAccept: @escaping (TCPConnection) -> Void
+        on loop: EventLoop = .main, file: StaticString = #fileID, line: UInt = #line,
+        onAccept: @escaping (TCPConnection) -> Void
     ) throws(EventLoopError) -> TCPListener {
         try loop.performAndWait("TCPListener.listen") { () throws(EventLoopError) in
-            try listenOnLoop(at: requested, backlog: backlog, reusePort: reusePort, on: loop, onAccept: onAccept)
+            try listenOnLoop(
+                at: requested, backlog: backlog, reusePort: reusePort, on: loop, file: file, line: line, onAccept: onAccept)
         }
     }
 
     private static func listenOnLoop(
         at requested: SocketAddress, backlog: Int32, reusePort: Bool,
-        on loop: EventLoop, onAccept: @escaping (TCPConnection) -> Void
+        on loop: EventLoop, file: StaticString, line: UInt, onAccept: @escaping (TCPConnection) -> Void
     ) throws(EventLoopError) -> TCPListener {
         BrokenPipeSignal.ignored
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
@@ -196,6 +217,7 @@ public final class TCPListener: @unchecked Sendable {
             listener.beginClosing()
             throw EventLoop.error(failure)
         }
+        loop.nameHandle(handle, kind: .listener, summary: "TCP listener on \(listener.localAddress)", file: file, line: line)
         loop.libuvStateDidChange()
         return listener
     }
@@ -206,6 +228,7 @@ public final class TCPListener: @unchecked Sendable {
         self.handle = handle
         self.localAddress = localAddress
         self.onAccept = onAccept
+        accepted = AcceptedConnections(loop: loop)
         handle.pointee.data = Owner.retain(self)
     }
 
@@ -220,6 +243,9 @@ public final class TCPListener: @unchecked Sendable {
             failed: { noteFailedAccept($0) })
         guard let connection = accepted else { return }
         connection.setNoDelay(true)
+        let peer = connection.remoteAddress.map { "\($0)" } ?? "an unknown peer"
+        connection.nameResource("TCP connection from \(peer) (accepted on \(localAddress))")
+        self.accepted.track(connection)
         onAccept(connection)
     }
 
@@ -241,8 +267,24 @@ public final class TCPListener: @unchecked Sendable {
         closing.close(on: loop, caller: "TCPListener.close") { [self] in beginClosing() }
     }
 
+    /// Stops accepting, lets the open connections finish for up to `deadline` seconds from now, then
+    /// closes those still open. The future completes once the listener and every connection it
+    /// accepted are closed, with how many connections the deadline closed (0 when all finished in
+    /// time). Callable from any thread.
+    ///
+    /// ```swift
+    /// listener.closeGracefully(deadline: 5).onValue { forced in print("stopped; \(forced) closed at the deadline") }
+    /// ```
+    ///
+    /// - Parameter deadline: seconds from now to wait for the connections; a negative one counts as 0.
+    @discardableResult
+    public func closeGracefully(deadline: Double) -> Future<Int> {
+        accepted.closeGracefully(deadline: deadline, caller: "TCPListener.closeGracefully") { [self] in close() }
+    }
+
     private func beginClosing() {
         guard closing.beginClosing() else { return }
+        loop.forgetHandle(handle)
         uv_close(handle.asHandle) { handle in
             let listener = Owner.release(handle?.pointee.data, as: TCPListener.self)
             listener.didClose()

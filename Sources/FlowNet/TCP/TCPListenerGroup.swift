@@ -75,4 +75,16 @@ public final class TCPListenerGroup: Sendable {
     public func close() -> Future<Void> {
         join(listeners.map { $0.close() }).toVoid()
     }
+
+    /// Closes every listener gracefully (``TCPListener/closeGracefully(deadline:)``): none accepts any
+    /// more, each loop's open connections get until `deadline` seconds from now, and the future gives
+    /// how many connections, on all loops, the deadline closed. Callable from any thread.
+    ///
+    /// ```swift
+    /// group.closeGracefully(deadline: 5).onValue { forced in print("\(forced) closed at the deadline") }
+    /// ```
+    @discardableResult
+    public func closeGracefully(deadline: Double) -> Future<Int> {
+        join(listeners.map { $0.closeGracefully(deadline: deadline) }).map(on: .none) { $0.reduce(0, +) }
+    }
 }

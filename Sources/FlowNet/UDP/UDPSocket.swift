@@ -34,6 +34,10 @@ public final class UDPSocket: @unchecked Sendable {
     private var handler: ((Datagram) -> Void)?
     private var errorHandler: ((EventLoopError) -> Void)?
     private var isReceiving = false
+    /// The futures of ``receive()`` waiting for the next datagram.
+    private var receivers: [PendingResult<Datagram>] = []
+    /// Whether ``datagrams`` was ever asked for: its sequences then keep the socket receiving.
+    private var hasDatagramStreams = false
     private let closing = HandleClosing()
     private let datagramStreams = ContinuationFanOut<Datagram>()
     private var isOpen: Bool { closing.isOpen }
@@ -150,6 +154,7 @@ public final class UDPSocket: @unchecked Sendable {
             socket.beginClosing()
             throw EventLoop.error(failure)
         }
+        loop.nameHandle(handle, kind: .datagramSocket, summary: "UDP socket on \(socket.localAddress)", creationSite: nil)
         loop.libuvStateDidChange()
         return socket
     }
@@ -315,9 +320,34 @@ public final class UDPSocket: @unchecked Sendable {
     public var datagrams: AsyncStream<Datagram> {
         let (stream, isLive) = datagramStreams.makeStream(bufferingNewest: 1024)
         if isLive {
-            loop.inContext("UDPSocket.datagrams") { [self] in startReceiving() }
+            loop.inContext("UDPSocket.datagrams") { [self] in
+                hasDatagramStreams = true
+                startReceiving()
+            }
         }
         return stream
+    }
+
+    /// The next datagram, as a future: the one-shot counterpart of ``onReceive(_:)``, as
+    /// `StreamConnection.read()` is for TCP. Callable from any thread.
+    ///
+    /// ```swift
+    /// socket.send(Array("ping".utf8), to: server).flatMap { socket.receive() }
+    ///     .onValue { reply in print(String(decoding: reply.bytes, as: UTF8.self)) }
+    /// ```
+    ///
+    /// Every pending `receive()`, the ``onReceive(_:)`` handler and every ``datagrams`` sequence each
+    /// get the datagram. With only `receive()` in use, the socket stops receiving once no future
+    /// waits, so that datagrams arriving between two calls wait in the kernel's buffer rather than
+    /// being lost. The future fails with `ECANCELED` if the socket closes first.
+    public func receive() -> Future<Datagram> {
+        let next = PendingResult<Datagram>()
+        loop.performOrQueue("UDPSocket.receive") { [self] in
+            guard isOpen else { return next.fail(EventLoopError.cancelledByClose) }
+            receivers.append(next)
+            startReceiving()
+        }
+        return next.future()
     }
 
     private func startReceiving() {
@@ -361,6 +391,15 @@ public final class UDPSocket: @unchecked Sendable {
     private func deliver(_ datagram: Datagram) {
         handler?(datagram)
         datagramStreams.yield(datagram)
+        let waiting = receivers
+        receivers = []
+        for receiver in waiting { receiver.succeed(datagram) }
+        // Only futures received: the next datagrams wait in the kernel until the next `receive()`.
+        if handler == nil, !hasDatagramStreams, receivers.isEmpty, isReceiving, isOpen {
+            uv_udp_recv_stop(handle)
+            isReceiving = false
+            loop.libuvStateDidChange()
+        }
     }
 
     // MARK: Options
@@ -447,6 +486,7 @@ public final class UDPSocket: @unchecked Sendable {
 
     private func beginClosing() {
         guard closing.beginClosing() else { return }
+        loop.forgetHandle(handle)
         datagramStreams.finish()
         uv_close(baseHandle) { handle in
             Owner.release(handle?.pointee.data, as: UDPSocket.self).didClose()
@@ -458,6 +498,9 @@ public final class UDPSocket: @unchecked Sendable {
         handle.deallocate()
         handler = nil
         errorHandler = nil
+        let waiting = receivers
+        receivers = []
+        for receiver in waiting { receiver.fail(EventLoopError.cancelledByClose) }
         closing.didClose()
     }
 }

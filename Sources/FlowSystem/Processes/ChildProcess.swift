@@ -233,12 +233,17 @@ public final class ChildProcess: @unchecked Sendable {
         }
         let child = ChildProcess(loop: loop, handle: handle, pipes: (pipes[0], pipes[1], pipes[2]))
         handle.pointee.data = Owner.retain(child)
+        loop.nameHandle(handle, kind: .childProcess, summary: "child process \(handle.pointee.pid) (\(executable))", creationSite: nil)
+        for (pipe, stream) in zip(pipes, ["standard input", "standard output", "standard error"]) {
+            pipe?.nameResource("\(stream) of child process \(handle.pointee.pid)")
+        }
         loop.libuvStateDidChange()
         return child
     }
 
     private func didExit(status: Int64, signal: Int32) {
         termination = Termination(exitCode: Int(status), signal: signal == 0 ? nil : ProcessSignal(rawValue: signal))
+        loop.forgetHandle(handle)
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
             let child = Owner.release(handle?.pointee.data, as: ChildProcess.self)
             handle?.deallocate()

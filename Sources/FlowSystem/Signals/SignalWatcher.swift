@@ -125,6 +125,7 @@ public final class SignalWatcher: @unchecked Sendable {
                 throw EventLoop.error(started)
             }
             SignalMask.unblock(signal.rawValue)
+            loop.nameHandle(handle, kind: .watcher, summary: "watcher of \(signal)", creationSite: nil)
             if !keepsLoopAlive {
                 uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
             }
@@ -230,6 +231,7 @@ public final class SignalWatcher: @unchecked Sendable {
         signalStreams.finish()
         if openHandleCount == 0 { didClose() }
         for handle in handles {
+            loop.forgetHandle(handle)
             uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
                 let watcher = Owner.release(handle?.pointee.data, as: SignalWatcher.self)
                 handle?.deallocate()

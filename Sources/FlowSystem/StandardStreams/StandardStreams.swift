@@ -61,7 +61,9 @@ public enum StandardStreams {
         try loop.performAndWait("StandardStreams.open") { () throws -> StreamConnection in
             switch uv_guess_handle(descriptor) {
             case UV_TTY:
-                return try TerminalConnection(descriptor: descriptor, on: loop)
+                let terminal = try TerminalConnection(descriptor: descriptor, on: loop)
+                terminal.nameResource("terminal on descriptor \(descriptor)")
+                return terminal
             case UV_NAMED_PIPE, UV_TCP, UV_UDP:
                 return try PipeConnection.open(fileDescriptor: descriptor, on: loop)
             case UV_FILE:

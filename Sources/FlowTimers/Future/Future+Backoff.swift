@@ -26,6 +26,34 @@ extension Future {
     ///     builds); the caller's by default.
     ///   - line: the line of `file`.
     ///   - predicate: whether to repeat after an error; runs on the current scheduler.
+    ///   - onRetry: told of each re-run once decided, before its wait: its number (from 1), the delay
+    ///     the backoff chose, and the error, on the current scheduler after `predicate`.
+    ///
+    /// ```swift
+    /// fetch().onErrorRepeat(backoff: .exponential(initial: 0.1, maximum: 5), maxRepetitions: 5, onRetry: { retry in
+    ///     log("attempt \(retry.number) failed: \(retry.error); retrying in \(Int(retry.delay * 1000)) ms")
+    /// })
+    /// ```
+    @preconcurrency
+    @discardableResult
+    public final func onErrorRepeat(
+        backoff: Backoff,
+        maxRepetitions: Int? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @Sendable (Error) -> Bool = { _ in true },
+        onRetry: @escaping @Sendable (RetryAttempt) -> Void
+    ) -> Future<Value> {
+        onErrorRepeat(
+            maxRepetitions: maxRepetitions, delayBeforeRepetition: { backoff.delay(forAttempt: $0) },
+            file: file, line: line, when: predicate, onRetry: onRetry)
+    }
+
+    /// `onErrorRepeat(backoff:maxRepetitions:file:line:when:onRetry:)` without a retry hook.
+    ///
+    /// - Parameters:
+    ///   - backoff: the wait before each re-run.
+    ///   - maxRepetitions: re-runs allowed after the first execution (nil: no limit).
+    ///   - predicate: whether to repeat after an error; runs on the current scheduler.
     @preconcurrency
     @discardableResult
     public final func onErrorRepeat(

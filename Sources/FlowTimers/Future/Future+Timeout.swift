@@ -40,8 +40,8 @@ extension Future {
             // future stops the timer, and cancelling the observation cancels this future unless
             // others observe it too.
             return Disposer {
-                timer.cancel()
-                observation.cancel()
+                timer.cancelQuietly()
+                observation.cancelQuietly()
             }
         }
     }
