@@ -78,6 +78,9 @@ public final class TCPListener: @unchecked Sendable {
     ///   - reusePort: sets `SO_REUSEPORT` before binding, so that listeners on several loops share the
     ///     port and the kernel spreads connections between them (see ``TCPListenerGroup``).
     ///   - loop: the loop that accepts, and that the connections run on.
+    ///   - file: where the listener is opened, listed by `EventLoop.activeResources()` in debug builds;
+    ///     the caller's file by default.
+    ///   - line: the line of `file`.
     ///   - onAccept: called on the loop with each new connection; the handler owns it and must close it.
     /// - Throws: libuv's error, such as `EADDRINUSE: address already in use` or, for a name that does
     ///   not resolve, `EAI_NONAME: unknown node or service`.

@@ -53,6 +53,8 @@ extension Future {
     /// - Parameters:
     ///   - backoff: the wait before each re-run.
     ///   - maxRepetitions: re-runs allowed after the first execution (nil: no limit).
+    ///   - file: where the returned future was created, for reports (debug builds); the caller's by default.
+    ///   - line: the line of `file`.
     ///   - predicate: whether to repeat after an error; runs on the current scheduler.
     @preconcurrency
     @discardableResult
