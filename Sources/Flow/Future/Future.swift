@@ -59,10 +59,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     //
     // The order is the layout, and every future pays for these bytes (release build, measured with
     // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the lock and the state word
-    // (8), the first continuation (24), the recipe (24) and the result or disposable (32): 104 bytes,
-    // a 112-byte malloc chunk. Before this layout a future took 120 bytes (a 128-byte chunk): the
-    // flags had bytes of their own, the recipe an enum tag and its padding, and the other
-    // continuations an array field that most futures leave empty.
+    // (8), the recipe (24), the first continuation while pending or the result once completed (32),
+    // and the operation's disposable (8): 88 bytes, a 96-byte malloc chunk. The first continuation
+    // had a field of its own (24 bytes) and the disposable shared the result's slot: 104 bytes, a
+    // 112-byte chunk. Before that a future took 120 bytes (a 128-byte chunk): the flags had bytes of
+    // their own, the recipe an enum tag and its padding, and the other continuations an array field
+    // that most futures leave empty.
 
     @usableFromInline
     let lock = FutureLock()
@@ -72,21 +74,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked)
     final var lockedState: UInt32 = 0
 
-    /// The first continuation, stored inline: most futures have exactly one. With a second one, this
-    /// holds a listener that owns a ``ListenerList`` of all of them (``FutureStateBits/hasListenerList``):
-    /// an array field of its own would cost every future 8 bytes for the few that have more.
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedFirstListener: Listener?
-
     /// For a future made from an operation: how to run it again. Written once, before the future is
     /// shared. A flatMap step's future has no operation: it keeps the future its step returned here
     /// instead (under the lock), see ``ChainedFuture``.
     @usableFromInline @exclusivity(unchecked)
     final var recipeStorage: OperationRecipe<Value>?
 
-    /// The result once ``lockedIsCompleted``, held as `Any`; before that, the disposable of the
-    /// operation when ``lockedHasDisposable`` (the future needs it only until it completes, and the
-    /// result only after), else nothing.
+    /// The result once ``lockedIsCompleted``, held as `Any`; before that, the first continuation when
+    /// ``FutureStateBits/hasFirstListener`` (a future holds continuations only until it completes,
+    /// and the result only after; see ``lockedFirstListener``), else nothing.
     ///
     /// Not a `Result<Value>?`: a field whose layout depends on `Value` is destroyed by the class's
     /// unspecialised deinitialiser, which must look up the field type's metadata in the runtime's
@@ -98,6 +94,59 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// layout that depends on `Value`: code outside the class reaches every field at a fixed offset.
     @usableFromInline @exclusivity(unchecked)
     final var lockedStorage: Any = ()
+
+    /// The operation's disposable while pending (``lockedHasDisposable``): an object, or a
+    /// ``DisposableBox`` around a disposable that is not one. A reference takes 8 bytes where an
+    /// existential `Disposable` would take 40, and most disposables are objects (``Disposer``, a
+    /// bag, a future's cancellation); an operation returning ``NilDisposer`` stores nothing.
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedDisposable: AnyObject?
+
+    /// The first continuation, kept in ``lockedStorage`` while pending: most futures have exactly
+    /// one. With a second one, this is a listener that owns a ``ListenerList`` of all of them
+    /// (``FutureStateBits/hasListenerList``): an array field of its own would cost every future 8
+    /// bytes for the few that have more. Read in place: a `Listener` (an identifier and a closure,
+    /// 24 bytes whatever `Value` is) is stored inline at the start of the `Any`.
+    @inlinable
+    final var lockedFirstListener: Listener? {
+        get {
+            guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
+            return withUnsafePointer(to: &lockedStorage) { storage in
+                UnsafeRawPointer(storage).assumingMemoryBound(to: Listener.self).pointee
+            }
+        }
+        set {
+            if let newValue {
+                lockedStorage = newValue
+                lockedSetFlag(FutureStateBits.hasFirstListener, true)
+            } else if lockedState & FutureStateBits.hasFirstListener != 0 {
+                lockedStorage = ()
+                lockedSetFlag(FutureStateBits.hasFirstListener, false)
+            }
+        }
+    }
+
+    /// Moves the first continuation out of ``lockedStorage``, leaving it empty. Under the lock.
+    @inlinable
+    final func lockedTakeFirstListener() -> Listener? {
+        guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
+        lockedSetFlag(FutureStateBits.hasFirstListener, false)
+        return withUnsafeMutablePointer(to: &lockedStorage) { storage in
+            let listener = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: Listener.self).move()
+            storage.initialize(to: ())
+            return listener
+        }
+    }
+
+    /// The identifier of the first continuation (the first word of the `Listener` in
+    /// ``lockedStorage``), read without the `Listener`'s type: usable in the unspecialised
+    /// deinitialiser without a metadata lookup.
+    @inlinable
+    final var lockedFirstListenerID: ObjectIdentifier? {
+        guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
+        let bits = withUnsafePointer(to: &lockedStorage) { UnsafeRawPointer($0).load(as: UInt.self) }
+        return ObjectIdentifier(Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue())
+    }
 
     /// Sets or clears `flag` in ``lockedState``.
     @inlinable
@@ -141,7 +190,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
                 lockedState = flags
                 return
             }
-            // 28 bits: 268 million continuations, each at least a 112-byte future, would take 30 GB.
+            // 27 bits: 134 million continuations, each at least a 96-byte future, would take 12 GB.
             lockedState = flags | FutureStateBits.isForever | UInt32(newValue) << FutureStateBits.foreverCountShift
         }
     }
@@ -151,7 +200,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     final var lockedIsForever: Bool { lockedState & FutureStateBits.isForever != 0 }
 
     @inlinable
-    final var lockedHasListeners: Bool { lockedFirstListener != nil || lockedForeverObserverCount > 0 }
+    final var lockedHasListeners: Bool {
+        lockedState & FutureStateBits.hasFirstListener != 0 || lockedForeverObserverCount > 0
+    }
 
     /// The result, if the future has completed. Read under the lock.
     @inlinable
@@ -195,10 +246,10 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline
     final func lockedTakeDisposable() -> Disposable {
         lockedHasDisposable = false
-        // Only disposables are stored with `lockedHasDisposable`: the cast cannot fail.
-        let disposable = lockedStorage as! Disposable
-        lockedStorage = ()
-        return disposable
+        let object = lockedDisposable.take()!
+        if let box = object as? DisposableBox { return box.disposable }
+        // Only disposables are stored: the cast cannot fail.
+        return object as! Disposable
     }
 
     #if DEBUG
@@ -258,16 +309,20 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // so its state needs no lock. Each listener's object goes to the release queue, then the
         // listener (whose closure holds the other reference) is dropped, leaving the queue the last
         // owner.
-        if let first = lockedFirstListener {
+        if let first = lockedFirstListenerID {
             let context = ThreadContext.current
+            let object = Future.object(named: first)
             if lockedHasListenerList {
-                for listener in ListenerList<Value>.of(first).listeners {
+                for listener in unsafeDowncast(object, to: ListenerList<Value>.self).listeners {
                     context.pendingReleases.append(listener.retainedObject())
                 }
             } else {
-                context.pendingReleases.append(first.retainedObject())
+                context.pendingReleases.append(object)
             }
-            lockedFirstListener = nil
+            // Drops the listener (its closure's reference to the object) through the `Any`'s own
+            // type: no metadata lookup in this unspecialised code.
+            lockedStorage = ()
+            lockedSetFlag(FutureStateBits.hasFirstListener, false)
             context.drainPendingReleases()
         }
     }
@@ -288,8 +343,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
         // Kept out of this path, which most futures take: an existential local costs runtime calls.
         if lockedHasDisposable { return lockedCompleteDisposing(with: result) }
+        let listener = lockedTakeFirstListener()
         lockedSetResult(result)
-        let listener = lockedFirstListener.take()
         lock.unlock()
         if let listener {
             Future.notify(listener, of: result)
@@ -302,8 +357,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable @inline(never)
     final func lockedCompleteDisposing(with result: Result<Value>) -> Bool {
         let disposable = lockedTakeDisposable()
+        let listener = lockedTakeFirstListener()
         lockedSetResult(result)
-        let listener = lockedFirstListener.take()
         lock.unlock()
         disposable.dispose()
         if let listener {
@@ -329,9 +384,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// The objects of every continuation, retained, in the order they were added. Under the lock, or
     /// in the deinitialiser.
     final func lockedListenerObjects() -> [AnyObject] {
-        guard let first = lockedFirstListener else { return [] }
-        guard lockedHasListenerList else { return [first.retainedObject()] }
-        return ListenerList<Value>.of(first).listeners.map { $0.retainedObject() }
+        guard let first = lockedFirstListenerID else { return [] }
+        let object = Future.object(named: first)
+        guard lockedHasListenerList else { return [object] }
+        return unsafeDowncast(object, to: ListenerList<Value>.self).listeners.map { $0.retainedObject() }
+    }
+
+    /// The object `id` names, retained: valid while a listener that owns the object exists.
+    @inlinable
+    static func object(named id: ObjectIdentifier) -> AnyObject {
+        Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(bitPattern: id))!).takeUnretainedValue()
     }
 
     /// Adds a continuation, or hands it the result at once if the future already completed.
@@ -360,11 +422,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             lockedForeverObserverCount += 1
             lock.unlock()
             return true
-        } else if let first = lockedFirstListener {
+        } else if let first = lockedFirstListenerID {
             if lockedHasListenerList {
-                ListenerList<Value>.of(first).listeners.append(listener)
+                unsafeDowncast(Future.object(named: first), to: ListenerList<Value>.self).listeners.append(listener)
             } else {
-                lockedFirstListener = ListenerList.listener(holding: [first, listener])
+                lockedFirstListener = ListenerList.listener(holding: [lockedTakeFirstListener()!, listener])
                 lockedHasListenerList = true
             }
         } else {
@@ -419,7 +481,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             disposable.dispose()
             return
         }
-        lockedStorage = disposable
+        lockedDisposable = type(of: disposable) is AnyObject.Type ? disposable as AnyObject : DisposableBox(disposable)
         lockedHasDisposable = true
         lock.unlock()
     }
@@ -582,11 +644,11 @@ extension Future: CancellableUpstream {
             guard !lockedIsCompleted else { return false }
             if lockedIsForever {
                 lockedForeverObserverCount -= 1
-            } else if let first = lockedFirstListener {
+            } else if let first = lockedFirstListenerID {
                 if !lockedHasListenerList {
-                    if first.id == listener { lockedFirstListener = nil }
+                    if first == listener { lockedFirstListener = nil }
                 } else {
-                    let list = ListenerList<Value>.of(first)
+                    let list = unsafeDowncast(Future.object(named: first), to: ListenerList<Value>.self)
                     if let index = list.listeners.firstIndex(where: { $0.id == listener }) {
                         list.listeners.remove(at: index)
                     }
@@ -664,8 +726,10 @@ enum FutureStateBits {
     @inlinable static var isForever: UInt32 { 4 }
     /// The first-listener slot stands for a ``ListenerList``.
     @inlinable static var hasListenerList: UInt32 { 8 }
-    @inlinable static var flagsMask: UInt32 { 15 }
-    @inlinable static var foreverCountShift: UInt32 { 4 }
+    /// The storage holds the first continuation (only while pending).
+    @inlinable static var hasFirstListener: UInt32 { 16 }
+    @inlinable static var flagsMask: UInt32 { 31 }
+    @inlinable static var foreverCountShift: UInt32 { 5 }
 }
 
 /// The continuations of a future that has more than one, in the order they were added. The future's
@@ -693,5 +757,17 @@ final class ListenerList<Value: Sendable> {
     @inlinable
     static func of(_ listener: Future<Value>.Listener) -> ListenerList {
         unsafeDowncast(listener.retainedObject(), to: ListenerList.self)
+    }
+}
+
+/// A disposable that is not an object, boxed so that a future holds its operation's disposable in
+/// one reference (see ``Future/lockedDisposable``).
+@usableFromInline
+final class DisposableBox {
+    @usableFromInline let disposable: Disposable
+
+    @usableFromInline
+    init(_ disposable: Disposable) {
+        self.disposable = disposable
     }
 }
