@@ -117,7 +117,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
         set {
             if let newValue {
-                lockedStorage = newValue
+                if lockedState & FutureStateBits.hasFirstListener != 0 {
+                    lockedStorage = newValue
+                } else {
+                    lockedInitializeEmptyStorage(with: newValue)
+                }
                 lockedSetFlag(FutureStateBits.hasFirstListener, true)
             } else if lockedState & FutureStateBits.hasFirstListener != 0 {
                 lockedStorage = ()
@@ -237,8 +241,18 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// to take out first (``lockedHasDisposable`` is false).
     @inlinable
     final func lockedSetResult(_ result: Result<Value>) {
-        lockedStorage = result
+        lockedInitializeEmptyStorage(with: result)
         lockedIsCompleted = true
+    }
+
+    /// Stores `value` in ``lockedStorage`` while it holds `()` (no continuation, no result), without
+    /// destroying the `()` first: an assignment would, through the `Any`'s value witnesses.
+    @inlinable
+    final func lockedInitializeEmptyStorage<Stored>(with value: Stored) {
+        withUnsafeMutablePointer(to: &lockedStorage) { storage in
+            assert(storage.pointee is Void, "a future's storage was overwritten while holding a value")
+            storage.initialize(to: value)
+        }
     }
 
     /// Moves the operation's disposable out of ``lockedStorage``. Under the lock, when
