@@ -107,7 +107,7 @@ struct FutureContinuationStorageTests {
         #expect(operation.future.map(on: .none) { $0 + "3" }.result?.value == "v3")
     }
 
-    @Test("an operation's disposable, an object or a value, is disposed once on completion or cancellation, with continuations held alongside")
+    @Test("an operation's disposable, an object, a value or another future's, is disposed once on completion or cancellation, with continuations held alongside")
     func disposableNextToContinuations() {
         let disposals = Shared(0)
         struct CountingDisposable: Disposable {
@@ -117,6 +117,16 @@ struct FutureContinuationStorageTests {
         let makers: [@Sendable () -> Disposable] = [
             { Disposer { disposals.mutate { $0 += 1 } } },
             { CountingDisposable(disposals: disposals) },
+            // Another future's `disposable`: disposing it cancels that future, whose operation's
+            // disposer counts.
+            {
+                Future<Int>(on: .none) { completion in
+                    Disposer {
+                        disposals.mutate { $0 += 1 }
+                        _ = completion  // kept until disposed, like a pending operation
+                    }
+                }.disposable
+            },
         ]
         for make in makers {
             for continuations in [0, 1, 3] {

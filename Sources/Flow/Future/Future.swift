@@ -95,10 +95,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked)
     final var lockedStorage: Any = ()
 
-    /// The operation's disposable while pending (``lockedHasDisposable``): an object, or a
-    /// ``DisposableBox`` around a disposable that is not one. A reference takes 8 bytes where an
-    /// existential `Disposable` would take 40, and most disposables are objects (``Disposer``, a
-    /// bag, a future's cancellation); an operation returning ``NilDisposer`` stores nothing.
+    /// The operation's disposable while pending (``lockedHasDisposable``), as one reference (8 bytes
+    /// where an existential `Disposable` takes 40): a disposable that is an object (``Disposer``, a
+    /// bag) as itself; a future's ``disposable`` as that future
+    /// (``FutureStateBits/disposableCancelsFuture``), so that `return other.disposable`, the usual
+    /// way to end an operation that waits on another future, costs no allocation; any other value in
+    /// a ``DisposableBox``. An operation returning ``NilDisposer`` stores nothing.
     @usableFromInline @exclusivity(unchecked)
     final var lockedDisposable: AnyObject?
 
@@ -194,7 +196,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
                 lockedState = flags
                 return
             }
-            // 27 bits: 134 million continuations, each at least a 96-byte future, would take 12 GB.
+            // 26 bits: 67 million continuations, each at least a 96-byte future, would take 6 GB.
             lockedState = flags | FutureStateBits.isForever | UInt32(newValue) << FutureStateBits.foreverCountShift
         }
     }
@@ -261,8 +263,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     final func lockedTakeDisposable() -> Disposable {
         lockedHasDisposable = false
         let object = lockedDisposable.take()!
-        if let box = object as? DisposableBox { return box.disposable }
-        // Only disposables are stored: the cast cannot fail.
+        if lockedState & FutureStateBits.disposableCancelsFuture != 0 {
+            lockedSetFlag(FutureStateBits.disposableCancelsFuture, false)
+            return Future.cancellation(of: object)
+        }
+        // Only disposables are stored otherwise: the cast cannot fail.
         return object as! Disposable
     }
 
@@ -489,14 +494,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // Operations with nothing to clean up are common: a `NilDisposer` is not worth storing (a
         // metatype comparison, not a cast).
         if type(of: disposable) == NilDisposer.self { return }
+        let (object, cancelsFuture) = Future.storable(disposable)
         lock.lock()
         guard !lockedIsCompleted else {
             lock.unlock()
             disposable.dispose()
             return
         }
-        lockedDisposable = type(of: disposable) is AnyObject.Type ? disposable as AnyObject : DisposableBox(disposable)
+        lockedDisposable = object
         lockedHasDisposable = true
+        if cancelsFuture { lockedSetFlag(FutureStateBits.disposableCancelsFuture, true) }
         lock.unlock()
     }
 
@@ -585,7 +592,27 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// ```swift
     /// bag += image(at: url).disposable
     /// ```
-    public final var disposable: Disposable { FutureCancellation(cancel: cancel) }
+    public final var disposable: Disposable { FutureCancellation(future: self) }
+
+    /// `disposable` as the one reference ``lockedDisposable`` holds, and whether that reference is a
+    /// future that disposing cancels.
+    @usableFromInline
+    static func storable(_ disposable: Disposable) -> (AnyObject, cancelsFuture: Bool) {
+        if let cancellation = disposable as? FutureCancellation { return (cancellation.future, true) }
+        if type(of: disposable) is AnyObject.Type { return (disposable as AnyObject, false) }
+        return (boxed(disposable), false)
+    }
+
+    private static func boxed<D: Disposable>(_ disposable: D) -> AnyObject {
+        DisposableBox(disposable)
+    }
+
+    /// The disposable that cancels `future`, stored by ``storable(_:)``.
+    @usableFromInline
+    static func cancellation(of future: AnyObject) -> Disposable {
+        // Only futures are stored with `disposableCancelsFuture`: the cast cannot fail.
+        FutureCancellation(future: future as! any CancellableFuture)
+    }
 
     // MARK: Repetition
 
@@ -718,9 +745,16 @@ protocol CancellableUpstream: AnyObject {
 
 /// The disposable of ``Future/disposable``.
 private struct FutureCancellation: Disposable {
-    let cancel: @Sendable () -> Void
-    func dispose() { cancel() }
+    let future: any CancellableFuture
+    func dispose() { future.cancel() }
 }
+
+/// A future of any value type, seen by ``FutureCancellation``.
+protocol CancellableFuture: AnyObject, Sendable {
+    func cancel()
+}
+
+extension Future: CancellableFuture {}
 
 extension DisposeBag {
     /// Adds `future` to `bag`: disposing the bag cancels the future.
@@ -742,8 +776,10 @@ enum FutureStateBits {
     @inlinable static var hasListenerList: UInt32 { 8 }
     /// The storage holds the first continuation (only while pending).
     @inlinable static var hasFirstListener: UInt32 { 16 }
-    @inlinable static var flagsMask: UInt32 { 31 }
-    @inlinable static var foreverCountShift: UInt32 { 5 }
+    /// The disposable is a future, which disposing it cancels (a ``Future/disposable``).
+    @inlinable static var disposableCancelsFuture: UInt32 { 32 }
+    @inlinable static var flagsMask: UInt32 { 63 }
+    @inlinable static var foreverCountShift: UInt32 { 6 }
 }
 
 /// The continuations of a future that has more than one, in the order they were added. The future's
@@ -775,13 +811,14 @@ final class ListenerList<Value: Sendable> {
 }
 
 /// A disposable that is not an object, boxed so that a future holds its operation's disposable in
-/// one reference (see ``Future/lockedDisposable``).
-@usableFromInline
-final class DisposableBox {
-    @usableFromInline let disposable: Disposable
+/// one reference (see ``Future/lockedDisposable``). Generic, so that the box holds the value itself
+/// (a 32-byte chunk for a value of up to 16 bytes) rather than a 40-byte existential.
+final class DisposableBox<Boxed: Disposable>: Disposable {
+    let boxed: Boxed
 
-    @usableFromInline
-    init(_ disposable: Disposable) {
-        self.disposable = disposable
+    init(_ boxed: Boxed) {
+        self.boxed = boxed
     }
+
+    func dispose() { boxed.dispose() }
 }
