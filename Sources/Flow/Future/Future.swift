@@ -240,7 +240,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Records `result` as the future's result. Under the lock, once, when there is no disposable
-    /// to take out first (``lockedHasDisposable`` is false).
+    /// to take out first (``lockedHasDisposable`` is false) and the first continuation, if any, was
+    /// taken out of the storage (``lockedTakeFirstListener()``).
     @inlinable
     final func lockedSetResult(_ result: Result<Value>) {
         lockedInitializeEmptyStorage(with: result)
