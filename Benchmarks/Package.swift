@@ -74,6 +74,8 @@ let package = Package(
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
             ]
         ),
+        // P10-limit's reference: the same keep-alive hello server in C on libuv, one loop.
+        .executableTarget(name: "CHTTPHello", linkerSettings: [.linkedLibrary("uv")]),
         // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.
         .executableTarget(
             name: "NIOHTTPHello",

@@ -106,4 +106,53 @@ struct FutureContinuationStorageTests {
         #expect(second.result?.value == "v2")
         #expect(operation.future.map(on: .none) { $0 + "3" }.result?.value == "v3")
     }
+
+    @Test("an operation's disposable, an object, a value or another future's, is disposed once on completion or cancellation, with continuations held alongside")
+    func disposableNextToContinuations() {
+        let disposals = Shared(0)
+        struct CountingDisposable: Disposable {
+            let disposals: Shared<Int>
+            func dispose() { disposals.mutate { $0 += 1 } }
+        }
+        let makers: [@Sendable () -> Disposable] = [
+            { Disposer { disposals.mutate { $0 += 1 } } },
+            { CountingDisposable(disposals: disposals) },
+            // Another future's `disposable`: disposing it cancels that future, whose operation's
+            // disposer counts.
+            {
+                Future<Int>(on: .none) { completion in
+                    Disposer {
+                        disposals.mutate { $0 += 1 }
+                        _ = completion  // kept until disposed, like a pending operation
+                    }
+                }.disposable
+            },
+        ]
+        for make in makers {
+            for continuations in [0, 1, 3] {
+                for cancels in [false, true] {
+                    disposals.mutate { $0 = 0 }
+                    let completion = Shared<(@Sendable (Result<Int>) -> Void)?>(nil)
+                    let future = Future<Int>(on: .none) { done in
+                        completion.mutate { $0 = done }
+                        return make()
+                    }
+                    let observers = (0..<continuations).map { offset in future.map(on: .none) { $0 + offset } }
+                    #expect(disposals.value == 0)
+                    if cancels {
+                        if observers.isEmpty { future.cancel() }
+                        for observer in observers { observer.cancel() }
+                        #expect(future.result?.error as? FutureError == .aborted)
+                    } else {
+                        completion.value?(.success(10))
+                        #expect(future.result?.value == 10)
+                        #expect(observers.map { $0.result?.value } == (0..<continuations).map { 10 + $0 })
+                    }
+                    #expect(disposals.value == 1)
+                    let dropped = completion.mutate { $0.take() }
+                    _ = dropped
+                }
+            }
+        }
+    }
 }

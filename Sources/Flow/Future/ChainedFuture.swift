@@ -43,9 +43,10 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     // @unchecked Sendable: `upstream` and `step` are immutable; `lockedInner` is guarded by the
     // inherited lock.
     //
-    // Layout: the base future's 104 bytes, the upstream (8) and the step with its scheduler (24): 136
-    // bytes, a 144-byte malloc chunk (it was 168 bytes, a 176-byte chunk, with a scheduler field, the
-    // step's tag and padding, and a field for the flatMap's inner future).
+    // Layout: the base future's 88 bytes, the upstream (8) and the step with its scheduler (24): 120
+    // bytes, a 128-byte malloc chunk (136 bytes, a 144-byte chunk, while the base future kept its
+    // first continuation in a field of its own; 168 bytes, a 176-byte chunk, with a scheduler field,
+    // the step's tag and padding, and a field for the flatMap's inner future).
     /// Kept for repetition (a fresh run re-derives from a fresh upstream) and for cancellation;
     /// optional only so that the deinitialiser can move it out. Typed `AnyObject` so that the
     /// (unspecialised) deinitialiser handles it without looking up `Future<Input>`'s metadata.

@@ -59,10 +59,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     //
     // The order is the layout, and every future pays for these bytes (release build, measured with
     // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the lock and the state word
-    // (8), the first continuation (24), the recipe (24) and the result or disposable (32): 104 bytes,
-    // a 112-byte malloc chunk. Before this layout a future took 120 bytes (a 128-byte chunk): the
-    // flags had bytes of their own, the recipe an enum tag and its padding, and the other
-    // continuations an array field that most futures leave empty.
+    // (8), the recipe (24), the first continuation while pending or the result once completed (32),
+    // and the operation's disposable (8): 88 bytes, a 96-byte malloc chunk. The first continuation
+    // had a field of its own (24 bytes) and the disposable shared the result's slot: 104 bytes, a
+    // 112-byte chunk. Before that a future took 120 bytes (a 128-byte chunk): the flags had bytes of
+    // their own, the recipe an enum tag and its padding, and the other continuations an array field
+    // that most futures leave empty.
 
     @usableFromInline
     let lock = FutureLock()
@@ -72,21 +74,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked)
     final var lockedState: UInt32 = 0
 
-    /// The first continuation, stored inline: most futures have exactly one. With a second one, this
-    /// holds a listener that owns a ``ListenerList`` of all of them (``FutureStateBits/hasListenerList``):
-    /// an array field of its own would cost every future 8 bytes for the few that have more.
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedFirstListener: Listener?
-
     /// For a future made from an operation: how to run it again. Written once, before the future is
     /// shared. A flatMap step's future has no operation: it keeps the future its step returned here
     /// instead (under the lock), see ``ChainedFuture``.
     @usableFromInline @exclusivity(unchecked)
     final var recipeStorage: OperationRecipe<Value>?
 
-    /// The result once ``lockedIsCompleted``, held as `Any`; before that, the disposable of the
-    /// operation when ``lockedHasDisposable`` (the future needs it only until it completes, and the
-    /// result only after), else nothing.
+    /// The result once ``lockedIsCompleted``, held as `Any`; before that, the first continuation when
+    /// ``FutureStateBits/hasFirstListener`` (a future holds continuations only until it completes,
+    /// and the result only after; see ``lockedFirstListener``), else nothing.
     ///
     /// Not a `Result<Value>?`: a field whose layout depends on `Value` is destroyed by the class's
     /// unspecialised deinitialiser, which must look up the field type's metadata in the runtime's
@@ -98,6 +94,65 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// layout that depends on `Value`: code outside the class reaches every field at a fixed offset.
     @usableFromInline @exclusivity(unchecked)
     final var lockedStorage: Any = ()
+
+    /// The operation's disposable while pending (``lockedHasDisposable``), as one reference (8 bytes
+    /// where an existential `Disposable` takes 40): a disposable that is an object (``Disposer``, a
+    /// bag) as itself; a future's ``disposable`` as that future
+    /// (``FutureStateBits/disposableCancelsFuture``), so that `return other.disposable`, the usual
+    /// way to end an operation that waits on another future, costs no allocation; any other value in
+    /// a ``DisposableBox``. An operation returning ``NilDisposer`` stores nothing.
+    @usableFromInline @exclusivity(unchecked)
+    final var lockedDisposable: AnyObject?
+
+    /// The first continuation, kept in ``lockedStorage`` while pending: most futures have exactly
+    /// one. With a second one, this is a listener that owns a ``ListenerList`` of all of them
+    /// (``FutureStateBits/hasListenerList``): an array field of its own would cost every future 8
+    /// bytes for the few that have more. Read in place: a `Listener` (an identifier and a closure,
+    /// 24 bytes whatever `Value` is) is stored inline at the start of the `Any`.
+    @inlinable
+    final var lockedFirstListener: Listener? {
+        get {
+            guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
+            return withUnsafePointer(to: &lockedStorage) { storage in
+                UnsafeRawPointer(storage).assumingMemoryBound(to: Listener.self).pointee
+            }
+        }
+        set {
+            if let newValue {
+                if lockedState & FutureStateBits.hasFirstListener != 0 {
+                    lockedStorage = newValue
+                } else {
+                    lockedInitializeEmptyStorage(with: newValue)
+                }
+                lockedSetFlag(FutureStateBits.hasFirstListener, true)
+            } else if lockedState & FutureStateBits.hasFirstListener != 0 {
+                lockedStorage = ()
+                lockedSetFlag(FutureStateBits.hasFirstListener, false)
+            }
+        }
+    }
+
+    /// Moves the first continuation out of ``lockedStorage``, leaving it empty. Under the lock.
+    @inlinable
+    final func lockedTakeFirstListener() -> Listener? {
+        guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
+        lockedSetFlag(FutureStateBits.hasFirstListener, false)
+        return withUnsafeMutablePointer(to: &lockedStorage) { storage in
+            let listener = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: Listener.self).move()
+            storage.initialize(to: ())
+            return listener
+        }
+    }
+
+    /// The identifier of the first continuation (the first word of the `Listener` in
+    /// ``lockedStorage``), read without the `Listener`'s type: usable in the unspecialised
+    /// deinitialiser without a metadata lookup.
+    @inlinable
+    final var lockedFirstListenerID: ObjectIdentifier? {
+        guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
+        let bits = withUnsafePointer(to: &lockedStorage) { UnsafeRawPointer($0).load(as: UInt.self) }
+        return ObjectIdentifier(Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue())
+    }
 
     /// Sets or clears `flag` in ``lockedState``.
     @inlinable
@@ -141,7 +196,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
                 lockedState = flags
                 return
             }
-            // 28 bits: 268 million continuations, each at least a 112-byte future, would take 30 GB.
+            // 26 bits: 67 million continuations, each at least a 96-byte future, would take 6 GB.
             lockedState = flags | FutureStateBits.isForever | UInt32(newValue) << FutureStateBits.foreverCountShift
         }
     }
@@ -151,7 +206,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     final var lockedIsForever: Bool { lockedState & FutureStateBits.isForever != 0 }
 
     @inlinable
-    final var lockedHasListeners: Bool { lockedFirstListener != nil || lockedForeverObserverCount > 0 }
+    final var lockedHasListeners: Bool {
+        lockedState & FutureStateBits.hasFirstListener != 0 || lockedForeverObserverCount > 0
+    }
 
     /// The result, if the future has completed. Read under the lock.
     @inlinable
@@ -183,11 +240,22 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Records `result` as the future's result. Under the lock, once, when there is no disposable
-    /// to take out first (``lockedHasDisposable`` is false).
+    /// to take out first (``lockedHasDisposable`` is false) and the first continuation, if any, was
+    /// taken out of the storage (``lockedTakeFirstListener()``).
     @inlinable
     final func lockedSetResult(_ result: Result<Value>) {
-        lockedStorage = result
+        lockedInitializeEmptyStorage(with: result)
         lockedIsCompleted = true
+    }
+
+    /// Stores `value` in ``lockedStorage`` while it holds `()` (no continuation, no result), without
+    /// destroying the `()` first: an assignment would, through the `Any`'s value witnesses.
+    @inlinable
+    final func lockedInitializeEmptyStorage<Stored>(with value: Stored) {
+        withUnsafeMutablePointer(to: &lockedStorage) { storage in
+            assert(storage.pointee is Void, "a future's storage was overwritten while holding a value")
+            storage.initialize(to: value)
+        }
     }
 
     /// Moves the operation's disposable out of ``lockedStorage``. Under the lock, when
@@ -195,10 +263,13 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline
     final func lockedTakeDisposable() -> Disposable {
         lockedHasDisposable = false
-        // Only disposables are stored with `lockedHasDisposable`: the cast cannot fail.
-        let disposable = lockedStorage as! Disposable
-        lockedStorage = ()
-        return disposable
+        let object = lockedDisposable.take()!
+        if lockedState & FutureStateBits.disposableCancelsFuture != 0 {
+            lockedSetFlag(FutureStateBits.disposableCancelsFuture, false)
+            return Future.cancellation(of: object)
+        }
+        // Only disposables are stored otherwise: the cast cannot fail.
+        return object as! Disposable
     }
 
     #if DEBUG
@@ -258,16 +329,20 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // so its state needs no lock. Each listener's object goes to the release queue, then the
         // listener (whose closure holds the other reference) is dropped, leaving the queue the last
         // owner.
-        if let first = lockedFirstListener {
+        if let first = lockedFirstListenerID {
             let context = ThreadContext.current
+            let object = Future.object(named: first)
             if lockedHasListenerList {
-                for listener in ListenerList<Value>.of(first).listeners {
+                for listener in unsafeDowncast(object, to: ListenerList<Value>.self).listeners {
                     context.pendingReleases.append(listener.retainedObject())
                 }
             } else {
-                context.pendingReleases.append(first.retainedObject())
+                context.pendingReleases.append(object)
             }
-            lockedFirstListener = nil
+            // Drops the listener (its closure's reference to the object) through the `Any`'s own
+            // type: no metadata lookup in this unspecialised code.
+            lockedStorage = ()
+            lockedSetFlag(FutureStateBits.hasFirstListener, false)
             context.drainPendingReleases()
         }
     }
@@ -288,8 +363,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
         // Kept out of this path, which most futures take: an existential local costs runtime calls.
         if lockedHasDisposable { return lockedCompleteDisposing(with: result) }
+        let listener = lockedTakeFirstListener()
         lockedSetResult(result)
-        let listener = lockedFirstListener.take()
         lock.unlock()
         if let listener {
             Future.notify(listener, of: result)
@@ -302,8 +377,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable @inline(never)
     final func lockedCompleteDisposing(with result: Result<Value>) -> Bool {
         let disposable = lockedTakeDisposable()
+        let listener = lockedTakeFirstListener()
         lockedSetResult(result)
-        let listener = lockedFirstListener.take()
         lock.unlock()
         disposable.dispose()
         if let listener {
@@ -329,9 +404,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// The objects of every continuation, retained, in the order they were added. Under the lock, or
     /// in the deinitialiser.
     final func lockedListenerObjects() -> [AnyObject] {
-        guard let first = lockedFirstListener else { return [] }
-        guard lockedHasListenerList else { return [first.retainedObject()] }
-        return ListenerList<Value>.of(first).listeners.map { $0.retainedObject() }
+        guard let first = lockedFirstListenerID else { return [] }
+        let object = Future.object(named: first)
+        guard lockedHasListenerList else { return [object] }
+        return unsafeDowncast(object, to: ListenerList<Value>.self).listeners.map { $0.retainedObject() }
+    }
+
+    /// The object `id` names, retained: valid while a listener that owns the object exists.
+    @inlinable
+    static func object(named id: ObjectIdentifier) -> AnyObject {
+        Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(bitPattern: id))!).takeUnretainedValue()
     }
 
     /// Adds a continuation, or hands it the result at once if the future already completed.
@@ -360,11 +442,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             lockedForeverObserverCount += 1
             lock.unlock()
             return true
-        } else if let first = lockedFirstListener {
+        } else if let first = lockedFirstListenerID {
             if lockedHasListenerList {
-                ListenerList<Value>.of(first).listeners.append(listener)
+                unsafeDowncast(Future.object(named: first), to: ListenerList<Value>.self).listeners.append(listener)
             } else {
-                lockedFirstListener = ListenerList.listener(holding: [first, listener])
+                lockedFirstListener = ListenerList.listener(holding: [lockedTakeFirstListener()!, listener])
                 lockedHasListenerList = true
             }
         } else {
@@ -413,14 +495,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // Operations with nothing to clean up are common: a `NilDisposer` is not worth storing (a
         // metatype comparison, not a cast).
         if type(of: disposable) == NilDisposer.self { return }
+        let (object, cancelsFuture) = Future.storable(disposable)
         lock.lock()
         guard !lockedIsCompleted else {
             lock.unlock()
             disposable.dispose()
             return
         }
-        lockedStorage = disposable
+        lockedDisposable = object
         lockedHasDisposable = true
+        if cancelsFuture { lockedSetFlag(FutureStateBits.disposableCancelsFuture, true) }
         lock.unlock()
     }
 
@@ -512,7 +596,27 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// ```swift
     /// bag += image(at: url).disposable
     /// ```
-    public final var disposable: Disposable { FutureCancellation(cancel: cancelQuietly) }
+    public final var disposable: Disposable { FutureCancellation(future: self) }
+
+    /// `disposable` as the one reference ``lockedDisposable`` holds, and whether that reference is a
+    /// future that disposing cancels.
+    @usableFromInline
+    static func storable(_ disposable: Disposable) -> (AnyObject, cancelsFuture: Bool) {
+        if let cancellation = disposable as? FutureCancellation { return (cancellation.future, true) }
+        if type(of: disposable) is AnyObject.Type { return (disposable as AnyObject, false) }
+        return (boxed(disposable), false)
+    }
+
+    private static func boxed<D: Disposable>(_ disposable: D) -> AnyObject {
+        DisposableBox(disposable)
+    }
+
+    /// The disposable that cancels `future`, stored by ``storable(_:)``.
+    @usableFromInline
+    static func cancellation(of future: AnyObject) -> Disposable {
+        // Only futures are stored with `disposableCancelsFuture`: the cast cannot fail.
+        FutureCancellation(future: future as! any CancellableFuture)
+    }
 
     // MARK: Repetition
 
@@ -585,11 +689,11 @@ extension Future: CancellableUpstream {
             guard !lockedIsCompleted else { return false }
             if lockedIsForever {
                 lockedForeverObserverCount -= 1
-            } else if let first = lockedFirstListener {
+            } else if let first = lockedFirstListenerID {
                 if !lockedHasListenerList {
-                    if first.id == listener { lockedFirstListener = nil }
+                    if first == listener { lockedFirstListener = nil }
                 } else {
-                    let list = ListenerList<Value>.of(first)
+                    let list = unsafeDowncast(Future.object(named: first), to: ListenerList<Value>.self)
                     if let index = list.listeners.firstIndex(where: { $0.id == listener }) {
                         list.listeners.remove(at: index)
                     }
@@ -645,9 +749,18 @@ protocol CancellableUpstream: AnyObject {
 
 /// The disposable of ``Future/disposable``.
 private struct FutureCancellation: Disposable {
-    let cancel: @Sendable () -> Void
-    func dispose() { cancel() }
+    let future: any CancellableFuture
+    // Disposing (a bag, a future's `disposable`) is not a call that could be ignored by mistake: it
+    // cancels without the ignored-cancel report.
+    func dispose() { future.cancelQuietly() }
 }
+
+/// A future of any value type, seen by ``FutureCancellation``.
+protocol CancellableFuture: AnyObject, Sendable {
+    func cancelQuietly()
+}
+
+extension Future: CancellableFuture {}
 
 extension DisposeBag {
     /// Adds `future` to `bag`: disposing the bag cancels the future.
@@ -667,8 +780,12 @@ enum FutureStateBits {
     @inlinable static var isForever: UInt32 { 4 }
     /// The first-listener slot stands for a ``ListenerList``.
     @inlinable static var hasListenerList: UInt32 { 8 }
-    @inlinable static var flagsMask: UInt32 { 15 }
-    @inlinable static var foreverCountShift: UInt32 { 4 }
+    /// The storage holds the first continuation (only while pending).
+    @inlinable static var hasFirstListener: UInt32 { 16 }
+    /// The disposable is a future, which disposing it cancels (a ``Future/disposable``).
+    @inlinable static var disposableCancelsFuture: UInt32 { 32 }
+    @inlinable static var flagsMask: UInt32 { 63 }
+    @inlinable static var foreverCountShift: UInt32 { 6 }
 }
 
 /// The continuations of a future that has more than one, in the order they were added. The future's
@@ -697,4 +814,17 @@ final class ListenerList<Value: Sendable> {
     static func of(_ listener: Future<Value>.Listener) -> ListenerList {
         unsafeDowncast(listener.retainedObject(), to: ListenerList.self)
     }
+}
+
+/// A disposable that is not an object, boxed so that a future holds its operation's disposable in
+/// one reference (see ``Future/lockedDisposable``). Generic, so that the box holds the value itself
+/// (a 32-byte chunk for a value of up to 16 bytes) rather than a 40-byte existential.
+final class DisposableBox<Boxed: Disposable>: Disposable {
+    let boxed: Boxed
+
+    init(_ boxed: Boxed) {
+        self.boxed = boxed
+    }
+
+    func dispose() { boxed.dispose() }
 }
