@@ -38,6 +38,9 @@ struct ReflectionTests {
         ])
         chained.cancel()
         completion.value?(.success(1))
+        // The future keeps its operation (to run it again on repetition), and the operation this box:
+        // let go of the completion, which holds the future, or the three keep each other alive.
+        completion.set(nil)
     }
 
     @Test("signals, callbackers, timers, disposables and the bags holding them print")
