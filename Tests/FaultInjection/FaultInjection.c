@@ -72,6 +72,7 @@ typedef struct {
 static code_range *library_code;
 static size_t library_code_count;
 
+#ifndef FLOW_FAULT_DISABLED
 static int from_library(uintptr_t address) {
     size_t low = 0, high = library_code_count;
     while (low < high) {
@@ -85,6 +86,7 @@ static int from_libuv_or_library(void *caller) {
     uintptr_t address = (uintptr_t)caller;
     return (address >= libuv_start && address < libuv_end) || from_library(address);
 }
+#endif
 
 /// Whether a symbol is a function of FlowSystem or FlowNet: Swift's mangled names start with the
 /// module's (`$s10FlowSystem…`, `$s7FlowNet…`), closures, thunks and local functions included.
