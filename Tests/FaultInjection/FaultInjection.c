@@ -2,9 +2,10 @@
 //
 // The probe executable links this file, so its definitions of the C library's calls come first in
 // the symbol lookup of every shared library: libuv's calls to `read`, `accept4` or `getaddrinfo`
-// land here. A call is faulted only when an armed plan picks it and it comes from inside libuv; the
-// rest (the Swift runtime's, Foundation's, the C library's own) go straight to the real function,
-// found with dlsym(RTLD_NEXT). Never linked into a product.
+// land here. A call is faulted only when an armed plan picks it and it comes from inside libuv or from
+// the library's own code in FlowSystem and FlowNet (which open files and read them on the thread pool
+// themselves); the rest (the probe's harness, the Swift runtime's, the C library's own) go straight
+// to the real function, found with dlsym(RTLD_NEXT). Never linked into a product.
 #define _GNU_SOURCE
 #include "CFaultInjection.h"
 
@@ -18,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -62,9 +64,84 @@ static int pick(uint64_t *random) {
     return 1;
 }
 
-static int from_libuv(void *caller) {
+/// The code of FlowSystem's and FlowNet's functions in this executable (the library is linked in
+/// statically), sorted by start: a call returning into one of them is the library's own.
+typedef struct {
+    uintptr_t start, end;
+} code_range;
+static code_range *library_code;
+static size_t library_code_count;
+
+#ifndef FLOW_FAULT_DISABLED
+static int from_library(uintptr_t address) {
+    size_t low = 0, high = library_code_count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (library_code[middle].start <= address) low = middle + 1; else high = middle;
+    }
+    return low > 0 && address < library_code[low - 1].end;
+}
+
+static int from_libuv_or_library(void *caller) {
     uintptr_t address = (uintptr_t)caller;
-    return address >= libuv_start && address < libuv_end;
+    return (address >= libuv_start && address < libuv_end) || from_library(address);
+}
+#endif
+
+/// Whether a symbol is a function of FlowSystem or FlowNet: Swift's mangled names start with the
+/// module's (`$s10FlowSystem…`, `$s7FlowNet…`), closures, thunks and local functions included.
+static int names_library_code(const char *name) {
+    return strncmp(name, "$s10FlowSystem", 14) == 0 || strncmp(name, "$s7FlowNet", 10) == 0;
+}
+
+static int compare_ranges(const void *left, const void *right) {
+    uintptr_t a = ((const code_range *)left)->start, b = ((const code_range *)right)->start;
+    return a < b ? -1 : a > b;
+}
+
+static int find_executable_bias(struct dl_phdr_info *info, size_t size, void *bias) {
+    (void)size;
+    *(uintptr_t *)bias = info->dlpi_addr;   // the first object listed is the executable
+    return 1;
+}
+
+/// Reads the ranges of the library's functions from the executable's symbol table (`.symtab`, which
+/// holds the local symbols of private functions and closures too; dladdr sees only exported ones).
+static void find_library_code(void) {
+    uintptr_t bias = 0;
+    dl_iterate_phdr(find_executable_bias, &bias);
+    int descriptor = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) return;
+    struct stat status;
+    void *image = MAP_FAILED;
+    if (fstat(descriptor, &status) == 0) image = mmap(NULL, (size_t)status.st_size, PROT_READ, MAP_PRIVATE, descriptor, 0);
+    close(descriptor);
+    if (image == MAP_FAILED) return;
+    const char *bytes = image;
+    const ElfW(Ehdr) *header = image;
+    const ElfW(Shdr) *sections = (const ElfW(Shdr) *)(bytes + header->e_shoff);
+    size_t capacity = 0;
+    for (int index = 0; index < header->e_shnum; index++) {
+        if (sections[index].sh_type != SHT_SYMTAB) continue;
+        const ElfW(Sym) *symbols = (const ElfW(Sym) *)(bytes + sections[index].sh_offset);
+        size_t count = sections[index].sh_size / sizeof(ElfW(Sym));
+        const char *names = bytes + sections[sections[index].sh_link].sh_offset;
+        for (size_t symbol = 0; symbol < count; symbol++) {
+            const ElfW(Sym) *entry = &symbols[symbol];
+            if (ELF64_ST_TYPE(entry->st_info) != STT_FUNC || entry->st_size == 0 || entry->st_shndx == SHN_UNDEF) continue;
+            if (!names_library_code(names + entry->st_name)) continue;
+            if (library_code_count == capacity) {
+                capacity = capacity ? capacity * 2 : 1024;
+                code_range *grown = realloc(library_code, capacity * sizeof(code_range));
+                if (!grown) break;
+                library_code = grown;
+            }
+            uintptr_t start = bias + entry->st_value;
+            library_code[library_code_count++] = (code_range){ start, start + entry->st_size };
+        }
+    }
+    munmap(image, (size_t)status.st_size);
+    qsort(library_code, library_code_count, sizeof(code_range), compare_ranges);
 }
 
 static int find_libuv(struct dl_phdr_info *info, size_t size, void *base) {
@@ -85,6 +162,7 @@ void flow_fault_arm(flow_fault_plan new_plan) {
     if (!libuv_end) {
         Dl_info info;
         if (dladdr((void *)uv_version, &info) && info.dli_fbase) dl_iterate_phdr(find_libuv, info.dli_fbase);
+        find_library_code();
     }
     plan = new_plan;
     armed_pid = getpid();
@@ -96,6 +174,7 @@ void flow_fault_arm(flow_fault_plan new_plan) {
 void flow_fault_disarm(void) { atomic_store(&armed, 0); }
 uint64_t flow_fault_injected(void) { return atomic_load(&injected_faults); }
 uint64_t flow_fault_eligible(void) { return atomic_load(&eligible_calls); }
+uint64_t flow_fault_library_functions(void) { return library_code_count; }
 
 // MARK: - The allocator
 
@@ -152,7 +231,7 @@ static uint32_t message_class(int descriptor) {
 
 /// What to do to a call of class `class` from `caller`: 0 (nothing), or the plan's action.
 static flow_fault_action decide(uint32_t class, void *caller, int can_shorten, uint64_t *random) {
-    if (!atomic_load(&armed) || !(plan.calls & class) || !from_libuv(caller)) return flow_fault_off;
+    if (!atomic_load(&armed) || !(plan.calls & class) || !from_libuv_or_library(caller)) return flow_fault_off;
     if (getpid() != armed_pid) return flow_fault_off;
     if (plan.action == flow_fault_allocation) return flow_fault_off;
     if (plan.action == flow_fault_short && !can_shorten) return flow_fault_off;
@@ -229,6 +308,57 @@ ssize_t pwrite64(int descriptor, const void *buffer, size_t count, off64_t offse
     case flow_fault_errno: FAIL(-1);
     case flow_fault_short: return real_pwrite64(descriptor, buffer, shorter(count, random), offset);
     default: return real_pwrite64(descriptor, buffer, count, offset);
+    }
+}
+
+// The symbols Swift code calls (FlowSystem's `pread`, `preadv`, `Glibc.open`, `stat`): libuv calls the
+// `…64` ones above, which are the same functions under other names.
+
+ssize_t pread(int descriptor, void *buffer, size_t count, off_t offset) {
+    REAL(pread);
+    uint64_t random;
+    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), count > 1, &random)) {
+    case flow_fault_errno: FAIL(-1);
+    case flow_fault_short: return real_pread(descriptor, buffer, shorter(count, random), offset);
+    default: return real_pread(descriptor, buffer, count, offset);
+    }
+}
+
+ssize_t pwrite(int descriptor, const void *buffer, size_t count, off_t offset) {
+    REAL(pwrite);
+    uint64_t random;
+    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), count > 1, &random)) {
+    case flow_fault_errno: FAIL(-1);
+    case flow_fault_short: return real_pwrite(descriptor, buffer, shorter(count, random), offset);
+    default: return real_pwrite(descriptor, buffer, count, offset);
+    }
+}
+
+ssize_t preadv(int descriptor, const struct iovec *iov, int count, off_t offset) {
+    REAL(preadv);
+    uint64_t random;
+    size_t total = iov_total(iov, count);
+    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), total > 1 && count <= 1024, &random)) {
+    case flow_fault_errno: FAIL(-1);
+    case flow_fault_short: {
+        struct iovec copy[1024];
+        return real_preadv(descriptor, copy, cut(iov, count, shorter(total, random), copy), offset);
+    }
+    default: return real_preadv(descriptor, iov, count, offset);
+    }
+}
+
+ssize_t pwritev(int descriptor, const struct iovec *iov, int count, off_t offset) {
+    REAL(pwritev);
+    uint64_t random;
+    size_t total = iov_total(iov, count);
+    switch (decide(ARMED_OR_ZERO(io_class(descriptor)), __builtin_return_address(0), total > 1 && count <= 1024, &random)) {
+    case flow_fault_errno: FAIL(-1);
+    case flow_fault_short: {
+        struct iovec copy[1024];
+        return real_pwritev(descriptor, copy, cut(iov, count, shorter(total, random), copy), offset);
+    }
+    default: return real_pwritev(descriptor, iov, count, offset);
     }
 }
 
@@ -313,6 +443,26 @@ int open64(const char *path, int flags, ...) {
     }
     if (decide(flow_fault_calls_open, __builtin_return_address(0), 0, NULL) == flow_fault_errno) FAIL(-1);
     return real_open64(path, flags, mode);
+}
+
+int open(const char *path, int flags, ...) {
+    REAL(open);
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list arguments;
+        va_start(arguments, flags);
+        mode = va_arg(arguments, mode_t);
+        va_end(arguments);
+    }
+    if (decide(flow_fault_calls_open, __builtin_return_address(0), 0, NULL) == flow_fault_errno) FAIL(-1);
+    return real_open(path, flags, mode);
+}
+
+/// FlowSystem's look at a path before opening it (`FileSystem.open`).
+int stat(const char *restrict path, struct stat *restrict status) {
+    REAL(stat);
+    if (decide(flow_fault_calls_open, __builtin_return_address(0), 0, NULL) == flow_fault_errno) FAIL(-1);
+    return real_stat(path, status);
 }
 
 int __open64_2(const char *path, int flags);

@@ -38,9 +38,7 @@ struct FaultSweepTests {
     @Test(
         "every injected fault is survived: no crash, no hang, no lost byte, no silent failure, no leak",
         .enabled(if: FaultSweepTests.isAvailable, "the injector is compiled out under the sanitizers"),
-        // Not "chunks": its open and its reads are the library's own system calls now, not libuv's,
-        // and the injector fails only libuv's (Docs/Reliability.md).
-        arguments: ["tcp", "unix", "file", "udp", "process", "http", "lookup"])
+        arguments: ["tcp", "unix", "file", "chunks", "udp", "process", "http", "lookup"])
     func sweep(scenario: String) throws {
         let faults = try #require(try Self.matrix()[scenario], "the probe does not know \(scenario)")
         var injected = 0

@@ -18,11 +18,11 @@ typedef enum {
 /// Which calls a plan may pick (a bit mask).
 enum {
     flow_fault_calls_stream_io = 1 << 0,   ///< read, write, readv, writev on sockets
-    flow_fault_calls_file_io = 1 << 1,     ///< read, write, pread, pwrite, readv, writev on regular files
+    flow_fault_calls_file_io = 1 << 1,     ///< read, write, pread, pwrite, readv, writev, preadv, pwritev on regular files
     flow_fault_calls_datagram = 1 << 2,    ///< recvmsg, sendmsg on sockets
     flow_fault_calls_accept = 1 << 3,      ///< accept4
     flow_fault_calls_connect = 1 << 4,     ///< connect
-    flow_fault_calls_open = 1 << 5,        ///< open64, __open64_2, mkstemp64
+    flow_fault_calls_open = 1 << 5,        ///< open, open64, __open64_2, mkstemp64, stat
     flow_fault_calls_descriptors = 1 << 6, ///< socket, socketpair, pipe2
     flow_fault_calls_rename = 1 << 7,      ///< rename, fsync, fdatasync
     flow_fault_calls_lookup = 1 << 8,      ///< getaddrinfo (fails with EAI_AGAIN, or EAI_MEMORY for ENOMEM)
@@ -49,7 +49,8 @@ typedef struct {
 /// Call first thing in `main`, before libuv allocates anything. Returns libuv's status.
 int flow_fault_install_allocator(void);
 
-/// Arms `plan`, resetting the counters. Only calls made from inside libuv are eligible.
+/// Arms `plan`, resetting the counters. Only calls made from inside libuv, or from FlowSystem's and
+/// FlowNet's own code, are eligible.
 void flow_fault_arm(flow_fault_plan plan);
 
 /// Whether the calls can be faulted in this build (not under a sanitizer, whose runtime defines them).
@@ -63,5 +64,9 @@ uint64_t flow_fault_injected(void);
 
 /// How many eligible calls were seen since the last `flow_fault_arm`.
 uint64_t flow_fault_eligible(void);
+
+/// How many functions of FlowSystem and FlowNet the injector found in the executable's symbol table
+/// (after the first `flow_fault_arm`): 0 means it can fault only libuv's calls.
+uint64_t flow_fault_library_functions(void);
 
 #endif
