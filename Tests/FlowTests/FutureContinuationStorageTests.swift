@@ -155,4 +155,67 @@ struct FutureContinuationStorageTests {
             }
         }
     }
+
+    @Test("a never-completing future dropped with its operation's disposable and a continuation releases both, without disposing")
+    func droppedHoldingContinuationAndDisposable() {
+        final class Tracked: Disposable, @unchecked Sendable {
+            // @unchecked Sendable: `disposals` is a `Shared`, which locks.
+            let disposals: Shared<Int>
+            init(_ disposals: Shared<Int>) { self.disposals = disposals }
+            func dispose() { disposals.mutate { $0 += 1 } }
+        }
+        let count = LiveFutureCount()
+        let disposals = Shared(0)
+        weak var released: Tracked?
+        count.track {
+            let tracked = Tracked(disposals)
+            released = tracked
+            let operation = Operation<Int>(on: .none)
+            // A flatMap waiting on a future that holds its operation's disposable next to its
+            // continuation; the operation then drops its callback, and the test drops the rest.
+            let bound = operation.future.flatMap(on: .none) { _ in Future<Int>(on: .none) { _ in tracked } }
+            bound.map(on: .none) { $0 + 1 }.onValue(on: .none) { _ in }
+            expectDebugDiagnostic(containing: "released its completion callback without calling it") {
+                operation.succeed(1)
+            }
+            #expect(bound.result == nil)
+        }
+        #expect(released == nil)
+        #expect(disposals.value == 0)
+        #expect(count.value == 0)
+    }
+
+    @Test("cancelling a flatMap that waits on the future its step returned cancels that future, and its later completion changes nothing")
+    func cancelledWhileBoundToInner() {
+        let count = LiveFutureCount()
+        count.track {
+            let upstream = Operation<Int>(on: .none)
+            let inner = Operation<String>(on: .none)
+            let bound = upstream.future.flatMap(on: .none) { _ in inner.future }
+            upstream.succeed(1)
+            #expect(bound.result == nil)
+            bound.cancel()
+            #expect(bound.result?.error as? FutureError == .aborted)
+            #expect(inner.future.result?.error as? FutureError == .aborted)
+            #expect(inner.disposals.value == 1)
+            inner.succeed("late")
+            #expect(bound.result?.error as? FutureError == .aborted)
+            let told = Shared<[String]>([])
+            bound.onResult(on: .none) { result in told.mutate { $0.append("\(result.error as? FutureError == .aborted)") } }
+            #expect(told.value == ["true"])
+        }
+        #expect(count.value == 0)
+    }
+
+    @Test("a cancelled future reads as aborted everywhere: result, a continuation added later, and get()")
+    func cancelledReadsAsAborted() async {
+        let operation = Operation<[Int]>(on: .none)
+        let future = operation.future
+        future.cancel()
+        #expect(operation.disposals.value == 1)
+        #expect(future.isCompleted)
+        #expect(future.result?.error as? FutureError == .aborted)
+        #expect(future.map(on: .none) { $0.count }.result?.error as? FutureError == .aborted)
+        await #expect(throws: FutureError.aborted) { try await future.get() }
+    }
 }

@@ -40,41 +40,66 @@ enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
 /// It is itself the upstream's listener, so a continuation costs one object.
 @usableFromInline
 final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, FutureListener, @unchecked Sendable {
-    // @unchecked Sendable: `upstream` and `step` are immutable; `lockedInner` is guarded by the
-    // inherited lock.
+    // @unchecked Sendable: `upstream` and the step (in the recipe slot) are written once, before the
+    // future is shared; `lockedInner` is guarded by the inherited lock.
     //
-    // Layout: the base future's 88 bytes, the upstream (8) and the step with its scheduler (24): 120
-    // bytes, a 128-byte malloc chunk (136 bytes, a 144-byte chunk, while the base future kept its
-    // first continuation in a field of its own; 168 bytes, a 176-byte chunk, with a scheduler field,
-    // the step's tag and padding, and a field for the flatMap's inner future).
+    // Layout: the base future's 80 bytes and the upstream (8): 88 bytes, a 96-byte malloc chunk. The
+    // step, with its scheduler, takes the recipe slot, which a derived future has no other use for,
+    // and a flatMap's inner future the storage's slot word, which holds an operation's disposable in
+    // a future made from one. With the step in a field of its own this was 120 bytes, a 128-byte
+    // chunk (144 while the base future kept its first continuation in a field of its own; 176 with a
+    // scheduler field, the step's tag and padding, and a field for the inner future).
     /// Kept for repetition (a fresh run re-derives from a fresh upstream) and for cancellation;
     /// optional only so that the deinitialiser can move it out. Typed `AnyObject` so that the
     /// (unspecialised) deinitialiser handles it without looking up `Future<Input>`'s metadata.
     @usableFromInline @exclusivity(unchecked) var upstreamStorage: AnyObject?
     @usableFromInline var upstream: Future<Input> { unsafeDowncast(upstreamStorage!, to: Future<Input>.self) }
-    @usableFromInline let step: ChainStep<Input, Output>
+
+    /// What this future does with its upstream's result, kept in the base future's recipe slot
+    /// (``Future/recipeSlot``), which a derived future has no other use for: a step, like a
+    /// recipe, is a scheduler and a closure, 24 bytes whatever the types (see ``ChainStep``). Read in
+    /// place: a `switch` over `pointee` borrows the step, where reading a copy would retain and
+    /// release its scheduler and closure (100 instructions per link in Benchmarks P2).
+    @inlinable
+    var stepAddress: UnsafeMutablePointer<ChainStep<Input, Output>> {
+        withUnsafeMutablePointer(to: &recipeSlot) {
+            UnsafeMutableRawPointer($0).assumingMemoryBound(to: ChainStep<Input, Output>.self)
+        }
+    }
+
+    /// The step, copied.
+    @inlinable
+    var step: ChainStep<Input, Output> { stepAddress.pointee }
 
     /// The scheduler the step runs on.
     @inlinable
-    var scheduler: Scheduler { step.scheduler }
+    var scheduler: Scheduler { stepAddress.pointee.scheduler }
 
-    /// For flatMap steps: the future the step returned, which this future listens to. Kept in the
-    /// recipe slot, which a derived future does not otherwise use (8 bytes less per derived future
-    /// than a field of its own). Read and written under the lock.
+    /// For flatMap steps: the future the step returned, which this future listens to, in the
+    /// storage's slot word (see ``Future/lockedSlotObject``). Read and written under the lock; it
+    /// stays there when this future is cancelled, for the cancellation to go on to it.
     @inlinable
     var lockedInner: Future<Output>? {
         get {
-            guard case .boundInner(let future) = recipeStorage else { return nil }
-            return future
+            guard lockedState & FutureStateBits.hasInner != 0 else { return nil }
+            return unsafeDowncast(lockedSlotObject!, to: Future<Output>.self)
         }
-        set { recipeStorage = newValue.map { .boundInner($0) } }
+        set {
+            if let newValue {
+                lockedSetSlotObject(newValue, flag: FutureStateBits.hasInner)
+            } else if lockedState & FutureStateBits.hasInner != 0 {
+                _ = lockedTakeSlotObject()
+            }
+        }
     }
 
     @inlinable
     init(upstream: Future<Input>, step: ChainStep<Input, Output>, file: StaticString, line: UInt) {
         upstreamStorage = upstream
-        self.step = step
         super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
+        assert(MemoryLayout<ChainStep<Input, Output>>.size == MemoryLayout<OperationRecipe<Never>?>.size)
+        // Over the `nil` the base initialiser stored, which needs no destroying.
+        UnsafeMutableRawPointer(stepAddress).initializeMemory(as: ChainStep<Input, Output>.self, to: step)
     }
 
     /// Derives a future from `upstream` and starts listening to it.
@@ -88,6 +113,14 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     deinit {
+        // The step goes, and the recipe slot gets back the `nil` the base future destroys. Neither
+        // layout depends on the types, so both are handled as their `Never` forms: with the generic
+        // types, this unspecialised code would look their metadata up for every future freed.
+        withUnsafeMutablePointer(to: &recipeSlot) { slot in
+            let raw = UnsafeMutableRawPointer(slot)
+            _ = raw.assumingMemoryBound(to: ChainStep<Never, Never>.self).move()
+            slot.initialize(to: nil)
+        }
         // Releasing the last reference to a long chain must not recurse: move it to the thread's
         // release queue. Shared upstreams are simply released.
         guard isKnownUniquelyReferenced(&upstreamStorage) else { return }
@@ -109,7 +142,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     @inlinable
     func run(_ result: Result<Input>) {
         if isCompleted { return }  // cancelled meanwhile
-        switch step {
+        switch stepAddress.pointee {
         case .map(_, let transform):
             switch result {
             case .success(let value): complete(with: Result { try transform(value) })
@@ -196,9 +229,9 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     /// link is not needed for cancellation, and keeping it would chain recursive flatMaps together.
     @inlinable
     func innerDidComplete(with result: Result<Output>) {
-        let finished = withLock { () -> Future<Output>? in
-            defer { lockedInner = nil }
-            return lockedInner
+        let finished = withLock { () -> AnyObject? in
+            guard lockedState & FutureStateBits.hasInner != 0 else { return nil }
+            return lockedTakeSlotObject()
         }
         complete(with: result)
         _ = finished
@@ -212,14 +245,14 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     override var hasCancellationWork: Bool {
-        switch step {
+        switch stepAddress.pointee {
         case .onCancel, .onErrorOrCancel: return true
         default: return false
         }
     }
 
     override func didCancel() {
-        switch step {
+        switch stepAddress.pointee {
         case .onCancel(let scheduler, let observe):
             scheduler.async(execute: observe)
         case .onErrorOrCancel(let scheduler, let observe):

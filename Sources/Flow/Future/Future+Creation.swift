@@ -37,7 +37,7 @@ extension Future {
     ) {
         self.init(initialResult: nil, file: file, line: line)
         let recipe = OperationRecipe.plain(scheduler, operation)
-        recipeStorage = recipe
+        storeRecipe(recipe)
         startFirstRun(recipe) { completion in try operation(completion) }
     }
 
@@ -69,7 +69,7 @@ extension Future {
     ) {
         self.init(initialResult: nil, file: file, line: line)
         let recipe = OperationRecipe.withMover(scheduler, operation)
-        recipeStorage = recipe
+        storeRecipe(recipe)
         startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
     }
 
@@ -83,11 +83,11 @@ extension Future {
         operationWithMover operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
     ) {
         self.init(initialResult: nil, file: file, line: line)
+        let recipe = OperationRecipe.withMover(scheduler, operation)
+        storeRecipe(recipe)
         #if DEBUG
         reportsAbandonment = false
         #endif
-        let recipe = OperationRecipe.withMover(scheduler, operation)
-        recipeStorage = recipe
         startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
     }
 
@@ -168,9 +168,9 @@ extension Future {
         on scheduler: Scheduler, file: StaticString = #fileID, line: UInt = #line,
         _ operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
     ) -> Future<Value> {
-        let future = Future(initialResult: nil, file: file, line: line)
         let recipe = OperationRecipe.failingIfAbandoned(scheduler, operation)
-        future.recipeStorage = recipe
+        let future = Future(initialResult: nil, file: file, line: line)
+        future.storeRecipe(recipe)
         OperationRunner.start(future, recipe, isRepetition: false)
         return future
     }
@@ -217,26 +217,13 @@ enum OperationRecipe<Value: Sendable>: Sendable {
     case withMover(Scheduler, @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable)
     /// The library's own operations, whose future fails if the callback is released uncalled.
     case failingIfAbandoned(Scheduler, @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
-    /// Not an operation: the future a flatMap step returned, which its ``ChainedFuture`` (a future with
-    /// no operation of its own) keeps in this slot while it waits on it. Guarded by the future's lock.
-    case boundInner(Future<Value>)
-
     /// The scheduler the operation runs on.
     @inlinable
     var scheduler: Scheduler {
         switch self {
         case .plain(let scheduler, _), .withMover(let scheduler, _), .failingIfAbandoned(let scheduler, _):
             return scheduler
-        case .boundInner:
-            preconditionFailure("a bound inner future is not an operation")
         }
-    }
-
-    /// Whether this is an operation (not a ``boundInner`` future).
-    @inlinable
-    var isOperation: Bool {
-        if case .boundInner = self { return false }
-        return true
     }
 
     /// Runs the operation once for `future`.
@@ -254,8 +241,6 @@ enum OperationRecipe<Value: Sendable>: Sendable {
             case .failingIfAbandoned(_, let operation):
                 let token = CompletionToken(future, failsWhenAbandoned: true)
                 disposable = try operation { token.complete(with: $0) }
-            case .boundInner:
-                return
             }
             future.setDisposable(disposable)
         } catch {

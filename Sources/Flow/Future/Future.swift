@@ -59,12 +59,14 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     //
     // The order is the layout, and every future pays for these bytes (release build, measured with
     // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the lock and the state word
-    // (8), the recipe (24), the first continuation while pending or the result once completed (32),
-    // and the operation's disposable (8): 88 bytes, a 96-byte malloc chunk. The first continuation
-    // had a field of its own (24 bytes) and the disposable shared the result's slot: 104 bytes, a
-    // 112-byte chunk. Before that a future took 120 bytes (a 128-byte chunk): the flags had bytes of
-    // their own, the recipe an enum tag and its padding, and the other continuations an array field
-    // that most futures leave empty.
+    // (8), the recipe (24) and the storage (32): 80 bytes, a 96-byte malloc chunk. The storage holds
+    // the result once completed; while pending, the first continuation in its first three words and
+    // the operation's disposable (or a flatMap's inner future) in its fourth. With a field of its own
+    // for the disposable a future took 88 bytes, and a derived future, which adds its upstream, 96: a
+    // 112-byte chunk where it now takes 96. Before that the first continuation had a field of its own
+    // (104 bytes, a 112-byte chunk), and before that a future took 120 bytes (a 128-byte chunk): the
+    // flags had bytes of their own, the recipe an enum tag and its padding, and the other
+    // continuations an array field that most futures leave empty.
 
     @usableFromInline
     let lock = FutureLock()
@@ -74,74 +76,144 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked)
     final var lockedState: UInt32 = 0
 
-    /// For a future made from an operation: how to run it again. Written once, before the future is
-    /// shared. A flatMap step's future has no operation: it keeps the future its step returned here
-    /// instead (under the lock), see ``ChainedFuture``.
+    /// For a future made from an operation: how to run it again (``recipeStorage``). Written once,
+    /// before the future is shared. A derived future (``ChainedFuture``), which has no operation,
+    /// keeps its step in these 24 bytes instead, and puts `nil` back before it is destroyed.
+    ///
+    /// Declared without `Value`, whose recipe has the same layout: the unspecialised deinitialisers
+    /// (this class's, and a derived future's, which handles the slot itself) then need no metadata
+    /// lookup for it, which they would pay for every future freed.
     @usableFromInline @exclusivity(unchecked)
-    final var recipeStorage: OperationRecipe<Value>?
+    final var recipeSlot: OperationRecipe<Never>?
 
-    /// The result once ``lockedIsCompleted``, held as `Any`; before that, the first continuation when
-    /// ``FutureStateBits/hasFirstListener`` (a future holds continuations only until it completes,
-    /// and the result only after; see ``lockedFirstListener``), else nothing.
+    /// The recipe, with its type.
+    @inlinable
+    final var recipeStorage: OperationRecipe<Value>? {
+        unsafeBitCast(recipeSlot, to: OperationRecipe<Value>?.self)
+    }
+
+    /// Stores the recipe of a new future's operation, before the future is shared. Written through
+    /// the slot's address with its type: a cast of the value would copy it.
+    @inlinable
+    final func storeRecipe(_ recipe: OperationRecipe<Value>) {
+        withUnsafeMutablePointer(to: &recipeSlot) {
+            UnsafeMutableRawPointer($0).assumingMemoryBound(to: OperationRecipe<Value>?.self).initialize(to: recipe)
+        }
+    }
+
+    /// Once ``lockedIsCompleted`` (and not ``FutureStateBits/isAborted``), the result, held as `Any`.
+    /// While pending, raw words rather than an `Any`: the first continuation in the first three
+    /// (``FutureStateBits/hasFirstListener``, see ``lockedFirstListener``) and one object in the
+    /// fourth, where an `Any` keeps its type (``lockedSlotObject``). With neither, `()`.
     ///
     /// Not a `Result<Value>?`: a field whose layout depends on `Value` is destroyed by the class's
     /// unspecialised deinitialiser, which must look up the field type's metadata in the runtime's
     /// hash table (twice for an optional result) for every future freed, a third of the cost of a
     /// short-lived future. An existential carries its type with it, so freeing it costs no lookup;
-    /// results up to three words (a `Result` of an `Int`, a `String`, an array) and disposables that
-    /// are objects are stored inline. A result stored inline is read back in place (see
-    /// ``storedResult(in:)``), any other with an exact-type cast. With it, no field of a future has a
-    /// layout that depends on `Value`: code outside the class reaches every field at a fixed offset.
+    /// results up to three words (a `Result` of an `Int`, a `String`, an array) are stored inline. A
+    /// result stored inline is read back in place (see ``storedResult(in:)``), any other with an
+    /// exact-type cast. With it, no field of a future has a layout that depends on `Value`: code
+    /// outside the class reaches every field at a fixed offset.
     @usableFromInline @exclusivity(unchecked)
     final var lockedStorage: Any = ()
 
-    /// The operation's disposable while pending (``lockedHasDisposable``), as one reference (8 bytes
-    /// where an existential `Disposable` takes 40): a disposable that is an object (``Disposer``, a
-    /// bag) as itself; a future's ``disposable`` as that future
-    /// (``FutureStateBits/disposableCancelsFuture``), so that `return other.disposable`, the usual
-    /// way to end an operation that waits on another future, costs no allocation; any other value in
-    /// a ``DisposableBox``. An operation returning ``NilDisposer`` stores nothing.
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedDisposable: AnyObject?
+    /// Whether ``lockedStorage`` holds raw words (a first continuation or a slot object) rather than
+    /// an `Any`.
+    @inlinable
+    final var lockedStorageIsRaw: Bool {
+        lockedState & (FutureStateBits.hasFirstListener | FutureStateBits.slotFlags) != 0
+    }
+
+    /// Makes ``lockedStorage`` the `()` it holds when empty, once its last raw word was taken out:
+    /// the `Any`'s type word may have been overwritten by a slot object.
+    @inlinable
+    final func lockedRestoreEmptyStorageIfUnused() {
+        guard !lockedStorageIsRaw else { return }
+        withUnsafeMutablePointer(to: &lockedStorage) { $0.initialize(to: ()) }
+    }
+
+    /// The address of ``lockedStorage``'s words.
+    @inlinable
+    final func withStorageWords<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
+        try withUnsafeMutablePointer(to: &lockedStorage) { try body(UnsafeMutableRawPointer($0)) }
+    }
+
+    /// The one object a pending future keeps in ``lockedStorage``'s fourth word, retained: its
+    /// operation's disposable (``FutureStateBits/hasDisposable``) or, for a ``ChainedFuture``, the
+    /// future its flatMap step returned (``FutureStateBits/hasInner``); nil without either.
+    ///
+    /// The operation's disposable as one reference (8 bytes where an existential `Disposable` takes
+    /// 40): a disposable that is an object (``Disposer``, a bag) as itself; a future's ``disposable``
+    /// as that future (``FutureStateBits/disposableCancelsFuture``), so that `return other.disposable`,
+    /// the usual way to end an operation that waits on another future, costs no allocation; any other
+    /// value in a ``DisposableBox``. An operation returning ``NilDisposer`` stores nothing.
+    @inlinable
+    final var lockedSlotObject: AnyObject? {
+        guard lockedState & FutureStateBits.slotFlags != 0 else { return nil }
+        return withStorageWords { words in
+            Unmanaged<AnyObject>.fromOpaque(words.load(fromByteOffset: FutureStorageLayout.slotOffset, as: UnsafeRawPointer.self))
+                .takeUnretainedValue()
+        }
+    }
+
+    /// Stores `object` as the slot object, with `flag` (``FutureStateBits/hasDisposable`` or
+    /// ``FutureStateBits/hasInner``). Under the lock, with no slot object yet and no result.
+    @inlinable
+    final func lockedSetSlotObject(_ object: AnyObject, flag: UInt32) {
+        assert(lockedState & FutureStateBits.slotFlags == 0 && !lockedIsCompleted, "a future's slot was overwritten")
+        withStorageWords { words in
+            words.storeBytes(of: Unmanaged.passRetained(object).toOpaque(), toByteOffset: FutureStorageLayout.slotOffset, as: UnsafeMutableRawPointer.self)
+        }
+        lockedSetFlag(flag, true)
+    }
+
+    /// Takes the slot object out (the caller owns the reference), leaving the slot empty.
+    @inlinable
+    final func lockedTakeSlotObject() -> AnyObject? {
+        guard lockedState & FutureStateBits.slotFlags != 0 else { return nil }
+        let object = withStorageWords { words in
+            Unmanaged<AnyObject>.fromOpaque(words.load(fromByteOffset: FutureStorageLayout.slotOffset, as: UnsafeRawPointer.self))
+                .takeRetainedValue()
+        }
+        lockedState &= ~(FutureStateBits.slotFlags | FutureStateBits.disposableCancelsFuture)
+        lockedRestoreEmptyStorageIfUnused()
+        return object
+    }
 
     /// The first continuation, kept in ``lockedStorage`` while pending: most futures have exactly
     /// one. With a second one, this is a listener that owns a ``ListenerList`` of all of them
     /// (``FutureStateBits/hasListenerList``): an array field of its own would cost every future 8
     /// bytes for the few that have more. Read in place: a `Listener` (an identifier and a closure,
-    /// 24 bytes whatever `Value` is) is stored inline at the start of the `Any`.
+    /// 24 bytes whatever `Value` is) takes the storage's first three words.
     @inlinable
     final var lockedFirstListener: Listener? {
         get {
             guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
-            return withUnsafePointer(to: &lockedStorage) { storage in
-                UnsafeRawPointer(storage).assumingMemoryBound(to: Listener.self).pointee
-            }
+            return withStorageWords { $0.assumingMemoryBound(to: Listener.self).pointee }
         }
         set {
             if let newValue {
                 if lockedState & FutureStateBits.hasFirstListener != 0 {
-                    lockedStorage = newValue
+                    withStorageWords { $0.assumingMemoryBound(to: Listener.self).pointee = newValue }
                 } else {
-                    lockedInitializeEmptyStorage(with: newValue)
+                    assert(!lockedIsCompleted, "a continuation was stored over a future's result")
+                    withStorageWords { _ = $0.initializeMemory(as: Listener.self, to: newValue) }
+                    lockedSetFlag(FutureStateBits.hasFirstListener, true)
                 }
-                lockedSetFlag(FutureStateBits.hasFirstListener, true)
-            } else if lockedState & FutureStateBits.hasFirstListener != 0 {
-                lockedStorage = ()
-                lockedSetFlag(FutureStateBits.hasFirstListener, false)
+            } else {
+                _ = lockedTakeFirstListener()
             }
         }
     }
 
-    /// Moves the first continuation out of ``lockedStorage``, leaving it empty. Under the lock.
+    /// Moves the first continuation out of ``lockedStorage``. Under the lock.
     @inlinable
     final func lockedTakeFirstListener() -> Listener? {
         guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
+        let listener = withStorageWords { $0.assumingMemoryBound(to: Listener.self).move() }
         lockedSetFlag(FutureStateBits.hasFirstListener, false)
-        return withUnsafeMutablePointer(to: &lockedStorage) { storage in
-            let listener = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: Listener.self).move()
-            storage.initialize(to: ())
-            return listener
-        }
+        lockedRestoreEmptyStorageIfUnused()
+        return listener
     }
 
     /// The identifier of the first continuation (the first word of the `Listener` in
@@ -150,7 +222,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     final var lockedFirstListenerID: ObjectIdentifier? {
         guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
-        let bits = withUnsafePointer(to: &lockedStorage) { UnsafeRawPointer($0).load(as: UInt.self) }
+        let bits = withStorageWords { $0.load(as: UInt.self) }
         return ObjectIdentifier(Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue())
     }
 
@@ -160,18 +232,17 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         lockedState = isSet ? lockedState | flag : lockedState & ~flag
     }
 
-    /// Whether ``lockedStorage`` holds the result.
+    /// Whether the future has its result (possibly ``FutureStateBits/isAborted``, not stored).
     @inlinable
     final var lockedIsCompleted: Bool {
         get { lockedState & FutureStateBits.isCompleted != 0 }
         set { lockedSetFlag(FutureStateBits.isCompleted, newValue) }
     }
 
-    /// Whether ``lockedStorage`` holds the operation's ``Disposable`` (only while pending).
+    /// Whether the slot holds the operation's ``Disposable`` (only while pending).
     @inlinable
     final var lockedHasDisposable: Bool {
-        get { lockedState & FutureStateBits.hasDisposable != 0 }
-        set { lockedSetFlag(FutureStateBits.hasDisposable, newValue) }
+        lockedState & FutureStateBits.hasDisposable != 0
     }
 
     /// Whether ``lockedFirstListener`` stands for a ``ListenerList``.
@@ -196,7 +267,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
                 lockedState = flags
                 return
             }
-            // 26 bits: 67 million continuations, each at least a 96-byte future, would take 6 GB.
+            // 24 bits: 16 million continuations, each at least a 96-byte future, would take 1.6 GB.
+            precondition(newValue < 1 << (32 - FutureStateBits.foreverCountShift),
+                         "a never-completing future has more than 16,777,215 continuations")
             lockedState = flags | FutureStateBits.isForever | UInt32(newValue) << FutureStateBits.foreverCountShift
         }
     }
@@ -214,6 +287,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     final var lockedResult: Result<Value>? {
         guard lockedIsCompleted else { return nil }
+        if lockedState & FutureStateBits.isAborted != 0 { return .failure(FutureError.aborted) }
         return withUnsafePointer(to: &lockedStorage) { storage in
             Future.storedResult(in: UnsafeRawPointer(storage)) ?? (storage.pointee as! Result<Value>)
         }
@@ -234,18 +308,26 @@ public class Future<Value: Sendable>: @unchecked Sendable {
               MemoryLayout<Stored>.alignment <= MemoryLayout<Int>.alignment,
               _isBitwiseTakable(Stored.self)
         else { return nil }
-        let storedType = container.load(fromByteOffset: 3 * MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
+        let storedType = container.load(fromByteOffset: FutureStorageLayout.slotOffset, as: UnsafeRawPointer.self)
         guard storedType == unsafeBitCast(Stored.self as Any.Type, to: UnsafeRawPointer.self) else { return nil }
         return container.assumingMemoryBound(to: Stored.self).pointee
     }
 
-    /// Records `result` as the future's result. Under the lock, once, when there is no disposable
-    /// to take out first (``lockedHasDisposable`` is false) and the first continuation, if any, was
-    /// taken out of the storage (``lockedTakeFirstListener()``).
+    /// Records `result` as the future's result. Under the lock, once, when the storage is empty: the
+    /// slot object and the first continuation, if any, were taken out.
     @inlinable
     final func lockedSetResult(_ result: Result<Value>) {
         lockedInitializeEmptyStorage(with: result)
         lockedIsCompleted = true
+    }
+
+    /// Completes the future with ``FutureError/aborted`` without storing it
+    /// (``FutureStateBits/isAborted``): the storage keeps a flatMap's inner future, which cancelling
+    /// goes on to, and cancelling writes nothing. Under the lock, with no continuation and no
+    /// disposable.
+    @inlinable
+    final func lockedSetAborted() {
+        lockedState |= FutureStateBits.isCompleted | FutureStateBits.isAborted
     }
 
     /// Stores `value` in ``lockedStorage`` while it holds `()` (no continuation, no result), without
@@ -253,25 +335,21 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     final func lockedInitializeEmptyStorage<Stored>(with value: Stored) {
         withUnsafeMutablePointer(to: &lockedStorage) { storage in
-            assert(storage.pointee is Void, "a future's storage was overwritten while holding a value")
+            assert(!lockedStorageIsRaw && storage.pointee is Void, "a future's storage was overwritten while holding a value")
             storage.initialize(to: value)
         }
     }
 
-    /// Moves the operation's disposable out of ``lockedStorage``. Under the lock, when
+    /// Moves the operation's disposable out of the slot. Under the lock, when
     /// ``lockedHasDisposable``.
     @usableFromInline
     final func lockedTakeDisposable() -> Disposable {
-        lockedHasDisposable = false
-        let object = lockedDisposable.take()!
-        if lockedState & FutureStateBits.disposableCancelsFuture != 0 {
-            lockedSetFlag(FutureStateBits.disposableCancelsFuture, false)
-            return Future.cancellation(of: object)
-        }
+        let cancelsFuture = lockedState & FutureStateBits.disposableCancelsFuture != 0
+        let object = lockedTakeSlotObject()!
+        if cancelsFuture { return Future.cancellation(of: object) }
         // Only disposables are stored otherwise: the cast cannot fail.
         return object as! Disposable
     }
-
     #if DEBUG
     @usableFromInline let creationFile: StaticString
     @usableFromInline let creationLine: UInt
@@ -324,13 +402,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         #if DEBUG
         liveCountScope?.decrement()
         #endif
+        // A completed future, or a pending one with nothing stored, leaves its storage to the `Any`'s
+        // own destruction.
+        guard lockedStorageIsRaw else { return }
         // A pending future dropped with its continuations releases them without recursing down a
-        // long chain (see `ThreadContext.pendingReleases`). Nothing else references this future now,
-        // so its state needs no lock. Each listener's object goes to the release queue, then the
-        // listener (whose closure holds the other reference) is dropped, leaving the queue the last
-        // owner.
+        // long chain (see `ThreadContext.pendingReleases`), and so its slot object (a flatMap's inner
+        // future may be the next link of a chain). Nothing else references this future now, so its
+        // state needs no lock. Each listener's object goes to the release queue, then the listener
+        // (whose closure holds the other reference) is dropped, leaving the queue the last owner.
+        let context = ThreadContext.current
         if let first = lockedFirstListenerID {
-            let context = ThreadContext.current
             let object = Future.object(named: first)
             if lockedHasListenerList {
                 for listener in unsafeDowncast(object, to: ListenerList<Value>.self).listeners {
@@ -339,12 +420,21 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             } else {
                 context.pendingReleases.append(object)
             }
-            // Drops the listener (its closure's reference to the object) through the `Any`'s own
-            // type: no metadata lookup in this unspecialised code.
-            lockedStorage = ()
+            // Drops the listener: its closure's context is its one reference (the identifier holds
+            // none). Released by address, since the `Listener`'s type would need a metadata lookup in
+            // this unspecialised code, and the `Any`'s type word may hold the slot object instead.
+            withStorageWords { words in
+                if let closureContext = words.load(fromByteOffset: FutureStorageLayout.listenerContextOffset, as: UnsafeRawPointer?.self) {
+                    Unmanaged<AnyObject>.fromOpaque(closureContext).release()
+                }
+            }
             lockedSetFlag(FutureStateBits.hasFirstListener, false)
-            context.drainPendingReleases()
         }
+        if let object = lockedTakeSlotObject() {
+            context.pendingReleases.append(object)
+        }
+        lockedRestoreEmptyStorageIfUnused()
+        context.drainPendingReleases()
     }
 
     // MARK: Completion
@@ -502,8 +592,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             disposable.dispose()
             return
         }
-        lockedDisposable = object
-        lockedHasDisposable = true
+        lockedSetSlotObject(object, flag: FutureStateBits.hasDisposable)
         if cancelsFuture { lockedSetFlag(FutureStateBits.disposableCancelsFuture, true) }
         lock.unlock()
     }
@@ -573,7 +662,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         let isCancelled = withLock { () -> Bool in
             guard !lockedIsCompleted, !lockedHasListeners else { return false }
             if lockedHasDisposable { disposable = lockedTakeDisposable() }
-            lockedSetResult(.failure(FutureError.aborted))
+            lockedSetAborted()
             return true
         }
         guard isCancelled else { return false }
@@ -598,7 +687,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// ```
     public final var disposable: Disposable { FutureCancellation(future: self) }
 
-    /// `disposable` as the one reference ``lockedDisposable`` holds, and whether that reference is a
+    /// `disposable` as the one reference ``lockedSlotObject`` holds, and whether that reference is a
     /// future that disposing cancels.
     @usableFromInline
     static func storable(_ disposable: Disposable) -> (AnyObject, cancelsFuture: Bool) {
@@ -624,7 +713,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// again. A future with nothing to re-run (a completed value) returns itself; a ``Forever`` future
     /// gives a new one, which a cancellation of this one does not end.
     func makeFresh() -> Future<Value> {
-        guard let recipe = recipeStorage, recipe.isOperation else {
+        guard let recipe = recipeStorage else {
             guard withLock({ lockedIsForever }) else { return self }
             #if DEBUG
             return Future(.forever, file: creationFile, line: creationLine)
@@ -639,7 +728,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         #else
         let fresh = Future(initialResult: nil, file: "(repetition)", line: 0, countedLike: liveCount)
         #endif
-        fresh.recipeStorage = recipe
+        fresh.storeRecipe(recipe)
         OperationRunner.start(fresh, recipe, isRepetition: true)
         return fresh
     }
@@ -784,8 +873,25 @@ enum FutureStateBits {
     @inlinable static var hasFirstListener: UInt32 { 16 }
     /// The disposable is a future, which disposing it cancels (a ``Future/disposable``).
     @inlinable static var disposableCancelsFuture: UInt32 { 32 }
-    @inlinable static var flagsMask: UInt32 { 63 }
-    @inlinable static var foreverCountShift: UInt32 { 6 }
+    /// The slot holds the future a ``ChainedFuture``'s flatMap step returned.
+    @inlinable static var hasInner: UInt32 { 64 }
+    /// The future was cancelled: its result is ``FutureError/aborted``, not stored.
+    @inlinable static var isAborted: UInt32 { 128 }
+    /// The flags that say the slot holds an object.
+    @inlinable static var slotFlags: UInt32 { hasDisposable | hasInner }
+    @inlinable static var flagsMask: UInt32 { 255 }
+    @inlinable static var foreverCountShift: UInt32 { 8 }
+}
+
+/// Where things are in ``Future/lockedStorage``'s four words (an `Any`: three words of inline value
+/// and its type) while a future is pending.
+@usableFromInline
+enum FutureStorageLayout {
+    /// The byte offset of the slot object, where an `Any` keeps its type.
+    @inlinable static var slotOffset: Int { 3 * MemoryLayout<Int>.size }
+    /// The byte offset of the first continuation's closure context (a `Listener` is an identifier
+    /// and a closure, a function and its context).
+    @inlinable static var listenerContextOffset: Int { 2 * MemoryLayout<Int>.size }
 }
 
 /// The continuations of a future that has more than one, in the order they were added. The future's
@@ -817,7 +923,7 @@ final class ListenerList<Value: Sendable> {
 }
 
 /// A disposable that is not an object, boxed so that a future holds its operation's disposable in
-/// one reference (see ``Future/lockedDisposable``). Generic, so that the box holds the value itself
+/// one reference (see ``Future/lockedSlotObject``). Generic, so that the box holds the value itself
 /// (a 32-byte chunk for a value of up to 16 bytes) rather than a 40-byte existential.
 final class DisposableBox<Boxed: Disposable>: Disposable {
     let boxed: Boxed
