@@ -27,6 +27,8 @@ struct LoopWorkTests {
         #expect(MemoryLayout<EventLoop.LoopWork.Body>.size == 16)
         #expect(MemoryLayout<EventLoop.LoopWork.Body?>.size == 16)
         #expect(MemoryLayout<UnownedJob>.size == MemoryLayout<UInt>.size)
+        let captureFree: EventLoop.LoopWork.Body = {}
+        #expect(unsafeBitCast(captureFree, to: (function: UInt, context: UInt).self).function != 0)
     }
 
     @Test("a closure job runs once and releases what it captured; one dropped unrun releases it too")
