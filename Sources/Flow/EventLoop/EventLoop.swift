@@ -55,25 +55,6 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Shared state
 
-    /// Work for the loop: a closure, or a Swift Concurrency job (an actor's or a task's), kept in one
-    /// queue so that the order of submission holds across both.
-    enum LoopWork: @unchecked Sendable {
-        // @unchecked Sendable: a job is handed to the loop once and run there once.
-        case closure(@Sendable () -> Void)
-        case job(UnownedJob)
-
-        @inline(__always)
-        func run(on loop: EventLoop) {
-            switch self {
-            case .closure(let body): body()
-            case .job(let job):
-                // The loop is both an actor's serial executor and a task executor; one `enqueue`
-                // receives both kinds of job, so each runs with both.
-                job.runSynchronously(isolatedTo: loop.asUnownedSerialExecutor(), taskExecutor: loop.asUnownedTaskExecutor())
-            }
-        }
-    }
-
     private struct Submissions: ~Copyable {
         var jobs = WorkQueue<LoopWork>()
         var isClosed = false
@@ -399,11 +380,12 @@ public final class EventLoop: @unchecked Sendable {
     /// blocks hold it unretained.)
     private func runNextSubmissionFromMainQueue() {
         submissions.lock.lock()
-        let work = submissions.lockedState.jobs.popFirst()
+        var work = submissions.lockedState.jobs.popFirst()
         submissions.lock.unlock()
-        guard let work else { return }
+        guard work != nil else { return }
         ThreadContext.current.run(as: scheduler, loop: self) {
-            work.run(on: self)
+            // Taken out of the optional: the closure cannot consume what it captures.
+            work.take()?.run(on: self)
         }
     }
 

@@ -11,9 +11,10 @@ typealias JobQueue = WorkQueue<() -> Void>
 /// nothing, and a popped job is moved out, so queueing costs no reference counting.
 ///
 /// Not copyable: two copies would share one buffer. Its elements must be bitwise movable (closures
-/// and jobs are), because growing moves them with `realloc`.
+/// and jobs are), because growing moves them with `realloc`. They may be non-copyable themselves
+/// (the loop's jobs are, so that each runs once).
 @usableFromInline
-struct WorkQueue<Element>: ~Copyable {
+struct WorkQueue<Element: ~Copyable>: ~Copyable {
     /// `capacity` slots (a power of two, or zero before the first append); the jobs are the `count`
     /// slots from `head` on, wrapping around.
     @usableFromInline var buffer: UnsafeMutablePointer<Element>?
@@ -21,10 +22,10 @@ struct WorkQueue<Element>: ~Copyable {
     @usableFromInline var head = 0
     @usableFromInline var count = 0
 
+    /// An empty queue. Non-copyable elements cannot be checked for being bitwise movable here: the
+    /// loop's (`EventLoop.LoopWork`) are two plain words.
     @inlinable
-    init() {
-        assert(_isBitwiseTakable(Element.self), "WorkQueue: \(Element.self) cannot be moved by realloc")
-    }
+    init() {}
 
     @inlinable
     deinit {
@@ -80,5 +81,13 @@ struct WorkQueue<Element>: ~Copyable {
         var taken = WorkQueue()
         if !isEmpty { swap(&self, &taken) }
         return taken
+    }
+}
+
+extension WorkQueue where Element: Copyable {
+    /// An empty queue, checking (in debug builds) that its elements can be moved by `realloc`.
+    @inlinable
+    init() {
+        assert(_isBitwiseTakable(Element.self), "WorkQueue: \(Element.self) cannot be moved by realloc")
     }
 }
