@@ -72,6 +72,15 @@ case "dispatchMain":
         }
     }
     dispatchMain()
+case "touchThenDispatchMain":
+    // The main thread uses Flow (which gives it a thread context) before dispatchMain() ends it with
+    // pthread_exit; the process then ends normally, from a main-queue block.
+    _ = Scheduler.current
+    DispatchQueue.main.async {
+        say("main queue block ran after dispatchMain()")
+        exit(0)
+    }
+    dispatchMain()
 case "runOffMainThread":
     // EventLoop.main belongs to the main thread: another thread is refused, and the main thread's own
     // run afterwards serves its work and stops when asked.
