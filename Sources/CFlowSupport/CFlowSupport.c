@@ -11,9 +11,41 @@ static pthread_key_t context_key;
 static pthread_once_t context_key_once = PTHREAD_ONCE_INIT;
 static void (*context_destructor)(void *) = NULL;
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FLOW_ADDRESS_SANITIZER 1
+#endif
+#endif
+
+#ifdef FLOW_ADDRESS_SANITIZER
+#include <sanitizer/asan_interface.h>
+
+// A thread that ends with pthread_exit (as the main thread does in dispatchMain()) leaves its frames
+// by unwinding, not by returning, so AddressSanitizer never clears the poison it put around their
+// locals. glibc then runs the key destructors on the same stack, from the frame that caught the
+// unwinding, right where those frames were: the Swift destructor's own locals fall on the stale
+// poison and draw a false report. So the shadow of the stack below this frame, all of it dead, is
+// cleared first.
+static void forget_unwound_frames(void) {
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return;
+    void *lowest = NULL;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attributes, &lowest, &size) == 0) {
+        char *here = __builtin_frame_address(0);
+        char *low = lowest;
+        if (here > low && here <= low + size) __asan_unpoison_memory_region(low, (size_t)(here - low));
+    }
+    pthread_attr_destroy(&attributes);
+}
+#endif
+
 static void run_context_destructor(void *context) {
     if (context_destructor != NULL && context != NULL) {
         flow_thread_context = NULL;
+#ifdef FLOW_ADDRESS_SANITIZER
+        forget_unwound_frames();
+#endif
         context_destructor(context);
     }
 }

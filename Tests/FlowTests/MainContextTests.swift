@@ -84,6 +84,17 @@ struct MainContextTests {
         #expect(lines.last?.hasPrefix("main timer on main actor, main thread: ") == true)
     }
 
+    @Test("a main thread that used Flow ends cleanly in dispatchMain(), and the program then exits normally")
+    func mainThreadContextEndsCleanlyUnderDispatchMain() throws {
+        // dispatchMain() ends the main thread with pthread_exit, which frees the thread's Flow context
+        // on a stack that was unwound, not returned from. Under AddressSanitizer (CI runs this test
+        // there too) that drew a report until the destructor cleared the unwound frames' poison.
+        let run = try runProbe("touchThenDispatchMain")
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(run.output == "main queue block ran after dispatchMain()\n")
+        #expect(!run.errorOutput.contains("AddressSanitizer"), "\(run.errorOutput)")
+    }
+
     @Test("MainActor.assumeIsolated holds in Scheduler.main work in the test runner")
     func mainActorIsolationInTheTestRunner() async {
         let isolated = await withCheckedContinuation { continuation in

@@ -27,21 +27,6 @@ actor MainLoopPinned {
     func check() -> String { MainActor.assumeIsolated { "isolated to the main actor" } }
 }
 
-/// Ends a `dispatchMain()` scenario. Dispatch runs main-queue blocks on its worker threads once the
-/// main thread is parked, and `exit` from such a thread trips AddressSanitizer's own checks at exit;
-/// `_exit` skips them (what the scenario printed went out with `write` already).
-func endDispatchMainScenario() -> Never {
-    _exit(0)
-}
-
-/// A keep-alive token for the scenarios that end with `EventLoop.main.run()`, which would otherwise
-/// return before the background work starts. The `dispatchMain()` ones take none: they touch no Flow
-/// API on the main thread before it parks (under AddressSanitizer, the main thread's Flow context
-/// freed as `dispatchMain()` ends the thread draws a report that is still to be diagnosed).
-func keepAliveForRun() -> Disposable? {
-    scenario.hasSuffix("Run") ? EventLoop.main.keepAlive() : nil
-}
-
 let scenario = CommandLine.arguments.dropFirst().first ?? "run"
 
 switch scenario {
@@ -67,9 +52,18 @@ case "dispatchMain":
             say("main scheduler work ran under dispatchMain: \(Scheduler.main.isExecuting)")
             Scheduler.main.async(after: 0.01) {
                 say("delayed main work ran under dispatchMain")
-                endDispatchMainScenario()
+                exit(0)
             }
         }
+    }
+    dispatchMain()
+case "touchThenDispatchMain":
+    // The main thread uses Flow (which gives it a thread context) before dispatchMain() ends it with
+    // pthread_exit; the process then ends normally, from a main-queue block.
+    _ = Scheduler.current
+    DispatchQueue.main.async {
+        say("main queue block ran after dispatchMain()")
+        exit(0)
     }
     dispatchMain()
 case "runOffMainThread":
@@ -111,7 +105,7 @@ case "orderRun", "orderDispatchMain":
         say("ordered steps: \(steps.count), out of order: \(outOfOrder)")
         say("first: \(steps.prefix(24).map { "\($0 % 3 == 0 ? "S" : $0 % 3 == 1 ? "Q" : "T")\($0 / 3)" })")
     }
-    let keepAlive = keepAliveForRun()
+    let keepAlive = EventLoop.main.keepAlive()
     DispatchQueue.global().async {
         for round in 0..<rounds {
             Scheduler.main.async { record(round * 3) }
@@ -121,8 +115,8 @@ case "orderRun", "orderDispatchMain":
         finished.wait()
         Scheduler.main.async {
             report()
-            keepAlive?.dispose()
-            if scenario == "orderDispatchMain" { endDispatchMainScenario() }
+            keepAlive.dispose()
+            if scenario == "orderDispatchMain" { exit(0) }
         }
     }
     if scenario == "orderRun" {
@@ -149,7 +143,7 @@ case "mainActorTaskBeforeRunReturns":
     say("main-actor tasks finished before run() returned: \(roundsInTime) of \(rounds)")
 case "assumeIsolatedRun", "assumeIsolatedDispatchMain":
     // Work the main loop runs is main-actor work: MainActor.assumeIsolated holds in each kind of it.
-    let keepAlive = keepAliveForRun()
+    let keepAlive = EventLoop.main.keepAlive()
     Task.detached {
         let onMainLoop = await MainLoopPinned().check()
         say("actor pinned to the main loop: \(onMainLoop)")
@@ -163,8 +157,8 @@ case "assumeIsolatedRun", "assumeIsolatedDispatchMain":
         say(hopped)
         Scheduler.main.async(after: 0.01) {
             say(MainActor.assumeIsolated { "main timer on main actor, main thread: \(Thread.isMainThread)" })
-            keepAlive?.dispose()
-            if scenario == "assumeIsolatedDispatchMain" { endDispatchMainScenario() }
+            keepAlive.dispose()
+            if scenario == "assumeIsolatedDispatchMain" { exit(0) }
         }
     }
     if scenario == "assumeIsolatedRun" {
