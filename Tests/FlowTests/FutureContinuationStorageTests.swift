@@ -218,4 +218,36 @@ struct FutureContinuationStorageTests {
         #expect(future.map(on: .none) { $0.count }.result?.error as? FutureError == .aborted)
         await #expect(throws: FutureError.aborted) { try await future.get() }
     }
+
+    @Test("results of every size read back whole and are released with the future: in place up to three words, boxed beyond, and errors")
+    func resultsOfEverySize() {
+        final class Token: Sendable {}
+        struct Small: Sendable { let token: Token }
+        struct ThreeWords: Sendable { let token: Token; let a: Int; let b: Int }
+        struct FourWords: Sendable { let token: Token; let a: Int; let b: Int; let c: Int }
+        struct Wide: Sendable { let token: Token; let vector: SIMD4<Double> }
+        struct Failure: Error { let token: Token }
+
+        func check<Value: Sendable>(_ make: (Token) -> Value, matches: @escaping (Value, Token) -> Bool) {
+            weak var released: Token?
+            do {
+                let token = Token()
+                released = token
+                let operation = Operation<Value>(on: .none)
+                let mapped = operation.future.map(on: .none) { $0 }
+                operation.succeed(make(token))
+                #expect(operation.future.result.map { result in result.value.map { matches($0, token) } ?? false } == true)
+                #expect(mapped.result.map { result in result.value.map { matches($0, token) } ?? false } == true)
+                let failed = Future<Value>(error: Failure(token: token))
+                #expect((failed.result?.error as? Failure)?.token === token)
+            }
+            #expect(released == nil, "\(Value.self): the result was not released with its future")
+        }
+        check({ Small(token: $0) }, matches: { $0.token === $1 })
+        check({ ThreeWords(token: $0, a: 1, b: 2) }, matches: { $0.token === $1 && $0.a == 1 && $0.b == 2 })
+        check({ FourWords(token: $0, a: 1, b: 2, c: 3) }, matches: { $0.token === $1 && $0.c == 3 })
+        check({ Wide(token: $0, vector: [1, 2, 3, 4]) }, matches: { $0.token === $1 && $0.vector[3] == 4 })
+        check({ _ in "a string of more than fifteen bytes, kept out of line" }, matches: { value, _ in value.hasPrefix("a string") })
+        check({ [$0] }, matches: { $0.first === $1 })
+    }
 }

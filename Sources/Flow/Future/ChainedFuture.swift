@@ -62,9 +62,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     /// release its scheduler and closure (100 instructions per link in Benchmarks P2).
     @inlinable
     var stepAddress: UnsafeMutablePointer<ChainStep<Input, Output>> {
-        withUnsafeMutablePointer(to: &recipeSlot) {
-            UnsafeMutableRawPointer($0).assumingMemoryBound(to: ChainStep<Input, Output>.self)
-        }
+        recipeSlotAddress.assumingMemoryBound(to: ChainStep<Input, Output>.self)
     }
 
     /// The step, copied.

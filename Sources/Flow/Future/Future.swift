@@ -1,5 +1,11 @@
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A result that may take time to produce: a value, or an error.
 ///
 /// A future runs its operation once, as soon as it is created, and keeps the result. Callbacks and
@@ -51,30 +57,34 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    // The state, guarded by `lock`. These are stored properties of the class rather than one generic
-    // struct: code that is not specialised (deinitialisers, above all) reaches a class's fields through
-    // the object's own metadata, while a nested generic struct would need a metadata lookup each time.
-    // `final`, or code in other modules would go through dynamically dispatched accessors; exclusivity
-    // is the lock's job, so the runtime's dynamic checks are skipped.
+    // The state. These are stored properties of the class rather than one generic struct: code that is
+    // not specialised (deinitialisers, above all) reaches a class's fields through the object's own
+    // metadata, while a nested generic struct would need a metadata lookup each time. `final`, or code
+    // in other modules would go through dynamically dispatched accessors; exclusivity is the lock's
+    // job, so the runtime's dynamic checks are skipped.
     //
     // The order is the layout, and every future pays for these bytes (release build, measured with
-    // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the lock and the state word
-    // (8), the recipe (24) and the storage (32): 80 bytes, a 96-byte malloc chunk. The storage holds
-    // the result once completed; while pending, the first continuation in its first three words and
-    // the operation's disposable (or a flatMap's inner future) in its fourth. With a field of its own
-    // for the disposable a future took 88 bytes, and a derived future, which adds its upstream, 96: a
-    // 112-byte chunk where it now takes 96. Before that the first continuation had a field of its own
-    // (104 bytes, a 112-byte chunk), and before that a future took 120 bytes (a 128-byte chunk): the
-    // flags had bytes of their own, the recipe an enum tag and its padding, and the other
-    // continuations an array field that most futures leave empty.
+    // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the storage (24), the recipe
+    // (24) and the state word (8), which holds the lock, the flags and the slot object: 72 bytes, an
+    // 80-byte malloc chunk, and 80 bytes (a 96-byte chunk) for a derived future, which adds its
+    // upstream. Before, the state had a word of its own next to the lock's and the storage was an
+    // `Any` of four words (80 bytes, a 96-byte chunk); before that the operation's disposable had a
+    // field (88 bytes), the first continuation too (104 bytes, a 112-byte chunk), and before that a
+    // future took 120 bytes (a 128-byte chunk): the flags had bytes of their own, the recipe an enum
+    // tag and its padding, and the other continuations an array field that most futures leave empty.
 
-    @usableFromInline
-    let lock = FutureLock()
-
-    /// The flags and the ``Forever`` continuation count in one word, next to the lock's (see
-    /// ``FutureStateBits``): separate `Bool` and `Int32` fields cost 8 bytes of padding per future.
+    /// Three words that hold, by the flags (``FutureStateBits``): the first continuation while pending
+    /// (``lockedFirstListener``); a ``Forever`` future's continuation count; the result once
+    /// completed: a value of up to three words in place, a larger one in a ``ResultBox``, an error as
+    /// the one word of an `any Error`; a cancelled future's result is a flag alone. Guarded by the lock.
+    ///
+    /// Not a `Result<Value>?` field: a field whose layout depends on `Value` is destroyed by the
+    /// class's unspecialised deinitialiser through the field type's metadata, which it must look up
+    /// in the runtime's hash table for every future freed, a third of the cost of a short-lived
+    /// future. Destroying a value here needs only `Value`'s metadata, which the class's own metadata
+    /// holds, and code outside the class reaches every field at a fixed offset.
     @usableFromInline @exclusivity(unchecked)
-    final var lockedState: UInt32 = 0
+    final var storageWords = FutureStorageWords()
 
     /// For a future made from an operation: how to run it again (``recipeStorage``). Written once,
     /// before the future is shared. A derived future (``ChainedFuture``), which has no operation,
@@ -85,6 +95,28 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// lookup for it, which they would pay for every future freed.
     @usableFromInline @exclusivity(unchecked)
     final var recipeSlot: OperationRecipe<Never>?
+
+    /// The lock (bit 63), the flags (``FutureStateBits``, bits 48 to 62) and the slot object's
+    /// address (bits 0 to 47, see ``lockedSlotObject``) in one word: a lock and a flags word of their
+    /// own took 8 bytes, and a field for the slot object 8 more. Objects live below 2⁴⁸ on the 64-bit
+    /// platforms Swift runs on (user space has 47 or 48 bits of address unless a program asks the
+    /// kernel for more); storing one above stops with a message rather than losing bits.
+    ///
+    /// The lock is taken with a compare-and-swap from an unlocked value, then a short spin and
+    /// yielding while taken: every critical section is a handful of loads and stores and never calls
+    /// user code. Only the holder writes the word while it is locked, so its writes are plain stores.
+    @usableFromInline
+    let stateWord = Atomic<UInt>(0)
+
+    /// The address of ``recipeSlot``, from the object's: after the object header and
+    /// ``storageWords`` (the order of the fields is their layout; the initialiser checks it in debug
+    /// builds). For reading a derived future's step in place from any thread: taking the field's
+    /// address with `withUnsafeMutablePointer` is a modifying access, which ThreadSanitizer reports
+    /// when two threads read the step at once.
+    @inlinable
+    final var recipeSlotAddress: UnsafeMutableRawPointer {
+        Unmanaged.passUnretained(self).toOpaque() + (2 * MemoryLayout<UInt>.size + MemoryLayout<FutureStorageWords>.size)
+    }
 
     /// The recipe, with its type.
     @inlinable
@@ -101,46 +133,78 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Once ``lockedIsCompleted`` (and not ``FutureStateBits/isAborted``), the result, held as `Any`.
-    /// While pending, raw words rather than an `Any`: the first continuation in the first three
-    /// (``FutureStateBits/hasFirstListener``, see ``lockedFirstListener``) and one object in the
-    /// fourth, where an `Any` keeps its type (``lockedSlotObject``). With neither, `()`.
-    ///
-    /// Not a `Result<Value>?`: a field whose layout depends on `Value` is destroyed by the class's
-    /// unspecialised deinitialiser, which must look up the field type's metadata in the runtime's
-    /// hash table (twice for an optional result) for every future freed, a third of the cost of a
-    /// short-lived future. An existential carries its type with it, so freeing it costs no lookup;
-    /// results up to three words (a `Result` of an `Int`, a `String`, an array) are stored inline. A
-    /// result stored inline is read back in place (see ``storedResult(in:)``), any other with an
-    /// exact-type cast. With it, no field of a future has a layout that depends on `Value`: code
-    /// outside the class reaches every field at a fixed offset.
-    @usableFromInline @exclusivity(unchecked)
-    final var lockedStorage: Any = ()
+    // MARK: The lock
 
-    /// Whether ``lockedStorage`` holds raw words (a first continuation or a slot object) rather than
-    /// an `Any`.
+    /// Takes the future's lock: the `locked*` properties may then be read and written.
     @inlinable
-    final var lockedStorageIsRaw: Bool {
-        lockedState & (FutureStateBits.hasFirstListener | FutureStateBits.slotFlags) != 0
+    final func lockState() {
+        let current = stateWord.load(ordering: .relaxed)
+        if current & FutureStateBits.lockBit == 0,
+           stateWord.compareExchange(expected: current, desired: current | FutureStateBits.lockBit, ordering: .acquiring).exchanged {
+            return
+        }
+        lockStateContended()
     }
 
-    /// Makes ``lockedStorage`` the `()` it holds when empty, once its last raw word was taken out:
-    /// the `Any`'s type word may have been overwritten by a slot object.
-    @inlinable
-    final func lockedRestoreEmptyStorageIfUnused() {
-        guard !lockedStorageIsRaw else { return }
-        withUnsafeMutablePointer(to: &lockedStorage) { $0.initialize(to: ()) }
+    @usableFromInline
+    final func lockStateContended() {
+        var spins = 0
+        while true {
+            let current = stateWord.load(ordering: .relaxed)
+            if current & FutureStateBits.lockBit == 0,
+               stateWord.compareExchange(expected: current, desired: current | FutureStateBits.lockBit, ordering: .acquiring).exchanged {
+                return
+            }
+            spins += 1
+            if spins >= 64 { sched_yield() }
+        }
     }
 
-    /// The address of ``lockedStorage``'s words.
+    /// Releases the lock ``lockState()`` took.
     @inlinable
+    final func unlockState() {
+        stateWord.store(stateWord.load(ordering: .relaxed) & ~FutureStateBits.lockBit, ordering: .releasing)
+    }
+
+    /// Runs `body` under the lock: the `locked*` properties may be read and written inside it.
+    @inlinable
+    final func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        lockState()
+        defer { unlockState() }
+        return try body()
+    }
+
+    /// The flags (``FutureStateBits``). Under the lock.
+    @inlinable
+    final var lockedState: UInt32 {
+        get { UInt32(truncatingIfNeeded: stateWord.load(ordering: .relaxed) >> FutureStateBits.flagsShift) & FutureStateBits.flagsMask }
+        set {
+            let word = stateWord.load(ordering: .relaxed)
+            let kept = word & (FutureStateBits.addressMask | FutureStateBits.lockBit)
+            stateWord.store(kept | UInt(newValue & FutureStateBits.flagsMask) << FutureStateBits.flagsShift, ordering: .relaxed)
+        }
+    }
+
+    /// Sets or clears `flag` in ``lockedState``.
+    @inlinable
+    final func lockedSetFlag(_ flag: UInt32, _ isSet: Bool) {
+        let bit = UInt(flag) << FutureStateBits.flagsShift
+        let word = stateWord.load(ordering: .relaxed)
+        stateWord.store(isSet ? word | bit : word & ~bit, ordering: .relaxed)
+    }
+
+    /// The address of ``storageWords``. Always inlined: in the unspecialised deinitialiser a call
+    /// would be a generic one, with runtime type lookups.
+    @inlinable @inline(__always)
     final func withStorageWords<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
-        try withUnsafeMutablePointer(to: &lockedStorage) { try body(UnsafeMutableRawPointer($0)) }
+        try withUnsafeMutablePointer(to: &storageWords) { try body(UnsafeMutableRawPointer($0)) }
     }
 
-    /// The one object a pending future keeps in ``lockedStorage``'s fourth word, retained: its
-    /// operation's disposable (``FutureStateBits/hasDisposable``) or, for a ``ChainedFuture``, the
-    /// future its flatMap step returned (``FutureStateBits/hasInner``); nil without either.
+    // MARK: The slot object
+
+    /// The one object a pending future keeps in the state word, retained: its operation's
+    /// disposable (``FutureStateBits/hasDisposable``) or, for a ``ChainedFuture``, the future its
+    /// flatMap step returned (``FutureStateBits/hasInner``); nil without either. Under the lock.
     ///
     /// The operation's disposable as one reference (8 bytes where an existential `Disposable` takes
     /// 40): a disposable that is an object (``Disposer``, a bag) as itself; a future's ``disposable``
@@ -150,41 +214,39 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     final var lockedSlotObject: AnyObject? {
         guard lockedState & FutureStateBits.slotFlags != 0 else { return nil }
-        return withStorageWords { words in
-            Unmanaged<AnyObject>.fromOpaque(words.load(fromByteOffset: FutureStorageLayout.slotOffset, as: UnsafeRawPointer.self))
-                .takeUnretainedValue()
-        }
+        let address = stateWord.load(ordering: .relaxed) & FutureStateBits.addressMask
+        return Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).takeUnretainedValue()
     }
 
     /// Stores `object` as the slot object, with `flag` (``FutureStateBits/hasDisposable`` or
-    /// ``FutureStateBits/hasInner``). Under the lock, with no slot object yet and no result.
+    /// ``FutureStateBits/hasInner``). Under the lock, with no slot object yet.
     @inlinable
     final func lockedSetSlotObject(_ object: AnyObject, flag: UInt32) {
-        assert(lockedState & FutureStateBits.slotFlags == 0 && !lockedIsCompleted, "a future's slot was overwritten")
-        withStorageWords { words in
-            words.storeBytes(of: Unmanaged.passRetained(object).toOpaque(), toByteOffset: FutureStorageLayout.slotOffset, as: UnsafeMutableRawPointer.self)
-        }
-        lockedSetFlag(flag, true)
+        assert(lockedState & FutureStateBits.slotFlags == 0, "a future's slot was overwritten")
+        let address = UInt(bitPattern: Unmanaged.passRetained(object).toOpaque())
+        precondition(address & ~FutureStateBits.addressMask == 0, "an object's address is above the 48 bits a future keeps")
+        let word = stateWord.load(ordering: .relaxed)
+        stateWord.store(word | address | UInt(flag) << FutureStateBits.flagsShift, ordering: .relaxed)
     }
 
     /// Takes the slot object out (the caller owns the reference), leaving the slot empty.
     @inlinable
     final func lockedTakeSlotObject() -> AnyObject? {
         guard lockedState & FutureStateBits.slotFlags != 0 else { return nil }
-        let object = withStorageWords { words in
-            Unmanaged<AnyObject>.fromOpaque(words.load(fromByteOffset: FutureStorageLayout.slotOffset, as: UnsafeRawPointer.self))
-                .takeRetainedValue()
-        }
-        lockedState &= ~(FutureStateBits.slotFlags | FutureStateBits.disposableCancelsFuture)
-        lockedRestoreEmptyStorageIfUnused()
-        return object
+        let word = stateWord.load(ordering: .relaxed)
+        let cleared = UInt(FutureStateBits.slotFlags | FutureStateBits.disposableCancelsFuture) << FutureStateBits.flagsShift
+        stateWord.store(word & ~(FutureStateBits.addressMask | cleared), ordering: .relaxed)
+        let address = word & FutureStateBits.addressMask
+        return Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).takeRetainedValue()
     }
 
-    /// The first continuation, kept in ``lockedStorage`` while pending: most futures have exactly
+    // MARK: Continuations
+
+    /// The first continuation, kept in ``storageWords`` while pending: most futures have exactly
     /// one. With a second one, this is a listener that owns a ``ListenerList`` of all of them
     /// (``FutureStateBits/hasListenerList``): an array field of its own would cost every future 8
     /// bytes for the few that have more. Read in place: a `Listener` (an identifier and a closure,
-    /// 24 bytes whatever `Value` is) takes the storage's first three words.
+    /// 24 bytes whatever `Value` is) takes the three words.
     @inlinable
     final var lockedFirstListener: Listener? {
         get {
@@ -196,7 +258,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
                 if lockedState & FutureStateBits.hasFirstListener != 0 {
                     withStorageWords { $0.assumingMemoryBound(to: Listener.self).pointee = newValue }
                 } else {
-                    assert(!lockedIsCompleted, "a continuation was stored over a future's result")
+                    assert(lockedState & (FutureStateBits.isCompleted | FutureStateBits.isForever) == 0,
+                           "a continuation was stored over a future's result or count")
                     withStorageWords { _ = $0.initializeMemory(as: Listener.self, to: newValue) }
                     lockedSetFlag(FutureStateBits.hasFirstListener, true)
                 }
@@ -206,37 +269,29 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Moves the first continuation out of ``lockedStorage``. Under the lock.
+    /// Moves the first continuation out of ``storageWords``. Under the lock.
     @inlinable
     final func lockedTakeFirstListener() -> Listener? {
         guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
-        let listener = withStorageWords { $0.assumingMemoryBound(to: Listener.self).move() }
         lockedSetFlag(FutureStateBits.hasFirstListener, false)
-        lockedRestoreEmptyStorageIfUnused()
-        return listener
+        return withStorageWords { $0.assumingMemoryBound(to: Listener.self).move() }
     }
 
     /// The identifier of the first continuation (the first word of the `Listener` in
-    /// ``lockedStorage``), read without the `Listener`'s type: usable in the unspecialised
+    /// ``storageWords``), read without the `Listener`'s type: usable in the unspecialised
     /// deinitialiser without a metadata lookup.
     @inlinable
     final var lockedFirstListenerID: ObjectIdentifier? {
         guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
-        let bits = withStorageWords { $0.load(as: UInt.self) }
-        return ObjectIdentifier(Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue())
+        return ObjectIdentifier(Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: storageWords.first)!).takeUnretainedValue())
     }
 
-    /// Sets or clears `flag` in ``lockedState``.
-    @inlinable
-    final func lockedSetFlag(_ flag: UInt32, _ isSet: Bool) {
-        lockedState = isSet ? lockedState | flag : lockedState & ~flag
-    }
+    // MARK: Flags
 
     /// Whether the future has its result (possibly ``FutureStateBits/isAborted``, not stored).
     @inlinable
     final var lockedIsCompleted: Bool {
-        get { lockedState & FutureStateBits.isCompleted != 0 }
-        set { lockedSetFlag(FutureStateBits.isCompleted, newValue) }
+        lockedState & FutureStateBits.isCompleted != 0
     }
 
     /// Whether the slot holds the operation's ``Disposable`` (only while pending).
@@ -252,25 +307,24 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         set { lockedSetFlag(FutureStateBits.hasListenerList, newValue) }
     }
 
-    /// For a ``Forever`` future, the number of its continuations, which it counts instead of holding
-    /// (it never delivers a result, so holding them would keep them alive in a cycle for good); -1
-    /// for every other future.
+    /// For a pending ``Forever`` future, the number of its continuations, which it counts instead of
+    /// holding (it never delivers a result, so holding them would keep them alive in a cycle for
+    /// good), kept in ``storageWords``; -1 for every other future.
     @inlinable
     final var lockedForeverObserverCount: Int32 {
         get {
             guard lockedState & FutureStateBits.isForever != 0 else { return -1 }
-            return Int32(lockedState >> FutureStateBits.foreverCountShift)
+            return Int32(truncatingIfNeeded: storageWords.first)
         }
         set {
-            let flags = lockedState & FutureStateBits.flagsMask & ~FutureStateBits.isForever
             guard newValue >= 0 else {
-                lockedState = flags
+                lockedSetFlag(FutureStateBits.isForever, false)
+                storageWords.first = 0
                 return
             }
-            // 24 bits: 16 million continuations, each at least a 96-byte future, would take 1.6 GB.
-            precondition(newValue < 1 << (32 - FutureStateBits.foreverCountShift),
-                         "a never-completing future has more than 16,777,215 continuations")
-            lockedState = flags | FutureStateBits.isForever | UInt32(newValue) << FutureStateBits.foreverCountShift
+            assert(lockedState & FutureStateBits.hasFirstListener == 0, "a never-completing future holds a continuation")
+            storageWords.first = UInt(newValue)
+            lockedSetFlag(FutureStateBits.isForever, true)
         }
     }
 
@@ -283,46 +337,48 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         lockedState & FutureStateBits.hasFirstListener != 0 || lockedForeverObserverCount > 0
     }
 
+    // MARK: The result
+
     /// The result, if the future has completed. Read under the lock.
     @inlinable
     final var lockedResult: Result<Value>? {
-        guard lockedIsCompleted else { return nil }
-        if lockedState & FutureStateBits.isAborted != 0 { return .failure(FutureError.aborted) }
-        return withUnsafePointer(to: &lockedStorage) { storage in
-            Future.storedResult(in: UnsafeRawPointer(storage)) ?? (storage.pointee as! Result<Value>)
+        let state = lockedState
+        guard state & FutureStateBits.isCompleted != 0 else { return nil }
+        if state & FutureStateBits.isAborted != 0 { return .failure(FutureError.aborted) }
+        return withStorageWords { words in
+            if state & FutureStateBits.isFailure != 0 {
+                return .failure(words.assumingMemoryBound(to: (any Error).self).pointee)
+            }
+            if FutureStorageWords.holdsInPlace(Value.self) {
+                return .success(words.assumingMemoryBound(to: Value.self).pointee)
+            }
+            return .success(unsafeDowncast(words.assumingMemoryBound(to: AnyObject.self).pointee, to: ResultBox<Value>.self).value)
         }
     }
 
-    /// The result held inline in the `Any` at `container`, or nil when it is held out of line.
-    ///
-    /// Reading an `Any` back with `as!` goes through the runtime's general cast, which costs more
-    /// than the rest of reading a result. The result is always stored with its exact type, so when
-    /// that type is stored inline (a result up to three words, which covers most values) it is read
-    /// in place: an `Any` is three words of inline storage followed by its type's metadata, and a
-    /// value of at most three words, word-aligned and bitwise-takable is stored at its start. The
-    /// type is checked first; anything else takes the cast.
-    @inlinable
-    static func storedResult(in container: UnsafeRawPointer) -> Result<Value>? {
-        typealias Stored = Result<Value>
-        guard MemoryLayout<Stored>.size <= 3 * MemoryLayout<Int>.size,
-              MemoryLayout<Stored>.alignment <= MemoryLayout<Int>.alignment,
-              _isBitwiseTakable(Stored.self)
-        else { return nil }
-        let storedType = container.load(fromByteOffset: FutureStorageLayout.slotOffset, as: UnsafeRawPointer.self)
-        guard storedType == unsafeBitCast(Stored.self as Any.Type, to: UnsafeRawPointer.self) else { return nil }
-        return container.assumingMemoryBound(to: Stored.self).pointee
-    }
-
     /// Records `result` as the future's result. Under the lock, once, when the storage is empty: the
-    /// slot object and the first continuation, if any, were taken out.
+    /// first continuation, if any, was taken out.
     @inlinable
     final func lockedSetResult(_ result: Result<Value>) {
-        lockedInitializeEmptyStorage(with: result)
-        lockedIsCompleted = true
+        assert(lockedState & FutureStateBits.hasFirstListener == 0, "a future's result was stored over a continuation")
+        withStorageWords { words in
+            switch result {
+            case .success(let value):
+                if FutureStorageWords.holdsInPlace(Value.self) {
+                    words.initializeMemory(as: Value.self, to: value)
+                } else {
+                    words.initializeMemory(as: AnyObject.self, to: ResultBox(value))
+                }
+            case .failure(let error):
+                words.initializeMemory(as: (any Error).self, to: error)
+                lockedSetFlag(FutureStateBits.isFailure, true)
+            }
+        }
+        lockedSetFlag(FutureStateBits.isCompleted, true)
     }
 
     /// Completes the future with ``FutureError/aborted`` without storing it
-    /// (``FutureStateBits/isAborted``): the storage keeps a flatMap's inner future, which cancelling
+    /// (``FutureStateBits/isAborted``): the slot keeps a flatMap's inner future, which cancelling
     /// goes on to, and cancelling writes nothing. Under the lock, with no continuation and no
     /// disposable.
     @inlinable
@@ -330,13 +386,20 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         lockedState |= FutureStateBits.isCompleted | FutureStateBits.isAborted
     }
 
-    /// Stores `value` in ``lockedStorage`` while it holds `()` (no continuation, no result), without
-    /// destroying the `()` first: an assignment would, through the `Any`'s value witnesses.
-    @inlinable
-    final func lockedInitializeEmptyStorage<Stored>(with value: Stored) {
-        withUnsafeMutablePointer(to: &lockedStorage) { storage in
-            assert(!lockedStorageIsRaw && storage.pointee is Void, "a future's storage was overwritten while holding a value")
-            storage.initialize(to: value)
+    /// Destroys the stored result, if any: for the deinitialiser, where `Value`'s metadata comes from
+    /// the class's own.
+    @inline(__always)
+    final func destroyStoredResult() {
+        let state = lockedState
+        guard state & FutureStateBits.isCompleted != 0, state & FutureStateBits.isAborted == 0 else { return }
+        withStorageWords { words in
+            if state & FutureStateBits.isFailure != 0 {
+                _ = words.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
+            } else if FutureStorageWords.holdsInPlace(Value.self) {
+                _ = words.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
+            } else {
+                _ = words.assumingMemoryBound(to: AnyObject.self).deinitialize(count: 1)
+            }
         }
     }
 
@@ -374,18 +437,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         liveCountScope = LiveFutureCount.current ?? relative
         liveCountScope?.increment()
         #endif
+        assert(recipeSlotAddress == withUnsafeMutablePointer(to: &recipeSlot) { UnsafeMutableRawPointer($0) },
+               "a future's fields are not laid out in the order they are declared")
         if let result {
-            lockedStorage = result
-            lockedIsCompleted = true
+            // Not yet shared: the lock is not needed, and the flags are plain stores.
+            lockedSetResult(result)
         }
-    }
-
-    /// Runs `body` under the lock: the `locked*` properties may be read and written inside it.
-    @inlinable
-    final func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
     }
 
     /// The live-future counter this future is counted by (debug builds), for futures derived from it.
@@ -402,17 +459,22 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         #if DEBUG
         liveCountScope?.decrement()
         #endif
-        // A completed future, or a pending one with nothing stored, leaves its storage to the `Any`'s
-        // own destruction.
-        guard lockedStorageIsRaw else { return }
+        // Nothing else references this future now, so its state needs no lock.
+        let state = lockedState
+        guard state & (FutureStateBits.hasFirstListener | FutureStateBits.slotFlags) != 0 else {
+            // The usual case: a completed future, or a pending one that holds nothing.
+            if state & FutureStateBits.isCompleted != 0 { destroyStoredResult() }
+            return
+        }
         // A pending future dropped with its continuations releases them without recursing down a
         // long chain (see `ThreadContext.pendingReleases`), and so its slot object (a flatMap's inner
-        // future may be the next link of a chain). Nothing else references this future now, so its
-        // state needs no lock. Each listener's object goes to the release queue, then the listener
-        // (whose closure holds the other reference) is dropped, leaving the queue the last owner.
+        // future may be the next link of a chain). Each listener's object goes to the release queue,
+        // then the listener (whose closure holds the other reference) is dropped, leaving the queue
+        // the last owner. The object is read from the listener's first word by address: a static
+        // member of `Future` would fetch `Future<Value>`'s metadata in this unspecialised code.
         let context = ThreadContext.current
-        if let first = lockedFirstListenerID {
-            let object = Future.object(named: first)
+        if state & FutureStateBits.hasFirstListener != 0 {
+            let object = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: storageWords.first)!).takeUnretainedValue()
             if lockedHasListenerList {
                 for listener in unsafeDowncast(object, to: ListenerList<Value>.self).listeners {
                     context.pendingReleases.append(listener.retainedObject())
@@ -422,18 +484,19 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             }
             // Drops the listener: its closure's context is its one reference (the identifier holds
             // none). Released by address, since the `Listener`'s type would need a metadata lookup in
-            // this unspecialised code, and the `Any`'s type word may hold the slot object instead.
-            withStorageWords { words in
-                if let closureContext = words.load(fromByteOffset: FutureStorageLayout.listenerContextOffset, as: UnsafeRawPointer?.self) {
-                    Unmanaged<AnyObject>.fromOpaque(closureContext).release()
-                }
+            // this unspecialised code. (A `Listener` is an identifier and a closure: a function and
+            // its context.)
+            if let closureContext = UnsafeRawPointer(bitPattern: storageWords.third) {
+                Unmanaged<AnyObject>.fromOpaque(closureContext).release()
             }
             lockedSetFlag(FutureStateBits.hasFirstListener, false)
         }
         if let object = lockedTakeSlotObject() {
             context.pendingReleases.append(object)
         }
-        lockedRestoreEmptyStorageIfUnused()
+        // A cancelled future may still hold a flatMap's inner future (taken above); its result is a
+        // flag. Any other completed future holds neither.
+        destroyStoredResult()
         context.drainPendingReleases()
     }
 
@@ -446,16 +509,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     @discardableResult
     final func complete(with result: Result<Value>) -> Bool {
-        lock.lock()
+        lockState()
         guard !lockedIsCompleted else {
-            lock.unlock()
+            unlockState()
             return false
         }
         // Kept out of this path, which most futures take: an existential local costs runtime calls.
         if lockedHasDisposable { return lockedCompleteDisposing(with: result) }
         let listener = lockedTakeFirstListener()
         lockedSetResult(result)
-        lock.unlock()
+        unlockState()
         if let listener {
             Future.notify(listener, of: result)
         }
@@ -469,7 +532,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         let disposable = lockedTakeDisposable()
         let listener = lockedTakeFirstListener()
         lockedSetResult(result)
-        lock.unlock()
+        unlockState()
         disposable.dispose()
         if let listener {
             Future.notify(listener, of: result)
@@ -522,15 +585,15 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     @discardableResult
     final func addListener(_ listener: Listener) -> Bool {
-        lock.lock()
+        lockState()
         if let completed = lockedResult {
-            lock.unlock()
+            unlockState()
             Future.notify(listener, of: completed)
             return false
         }
         if lockedIsForever {
             lockedForeverObserverCount += 1
-            lock.unlock()
+            unlockState()
             return true
         } else if let first = lockedFirstListenerID {
             if lockedHasListenerList {
@@ -542,7 +605,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         } else {
             lockedFirstListener = listener
         }
-        lock.unlock()
+        unlockState()
         return false
     }
 
@@ -586,30 +649,30 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // metatype comparison, not a cast).
         if type(of: disposable) == NilDisposer.self { return }
         let (object, cancelsFuture) = Future.storable(disposable)
-        lock.lock()
+        lockState()
         guard !lockedIsCompleted else {
-            lock.unlock()
+            unlockState()
             disposable.dispose()
             return
         }
         lockedSetSlotObject(object, flag: FutureStateBits.hasDisposable)
         if cancelsFuture { lockedSetFlag(FutureStateBits.disposableCancelsFuture, true) }
-        lock.unlock()
+        unlockState()
     }
 
     /// The result, if the future has completed.
     @inlinable
     public final var result: Result<Value>? {
-        lock.lock()
-        defer { lock.unlock() }
+        lockState()
+        defer { unlockState() }
         return lockedResult
     }
 
     /// Whether the future has completed (with a value, an error or by cancellation).
     @inlinable
     public final var isCompleted: Bool {
-        lock.lock()
-        defer { lock.unlock() }
+        lockState()
+        defer { unlockState() }
         return lockedIsCompleted
     }
 
@@ -750,16 +813,16 @@ protocol CompletesOnlyThroughWhatItListensTo: ForeverConvertible {}
 
 extension Future: ForeverConvertible {
     final func becomeForeverTakingListeners() -> [AnyObject] {
-        lock.lock()
+        lockState()
         guard !lockedIsCompleted, !lockedIsForever else {
-            lock.unlock()
+            unlockState()
             return []
         }
         let objects = lockedListenerObjects()
         lockedFirstListener = nil
         lockedHasListenerList = false
         lockedForeverObserverCount = Int32(objects.count)
-        lock.unlock()
+        unlockState()
         return objects
     }
 }
@@ -879,19 +942,49 @@ enum FutureStateBits {
     @inlinable static var isAborted: UInt32 { 128 }
     /// The flags that say the slot holds an object.
     @inlinable static var slotFlags: UInt32 { hasDisposable | hasInner }
-    @inlinable static var flagsMask: UInt32 { 255 }
-    @inlinable static var foreverCountShift: UInt32 { 8 }
+    /// The result is an error (``Future/storageWords`` holds an `any Error`).
+    @inlinable static var isFailure: UInt32 { 256 }
+    @inlinable static var flagsMask: UInt32 { 0x7FFF }
+    /// Where the flags start in ``Future/stateWord``.
+    @inlinable static var flagsShift: UInt { 48 }
+    /// The bits of ``Future/stateWord`` that hold the slot object's address.
+    @inlinable static var addressMask: UInt { (1 << 48) - 1 }
+    /// The lock's bit in ``Future/stateWord``.
+    @inlinable static var lockBit: UInt { 1 << 63 }
 }
 
-/// Where things are in ``Future/lockedStorage``'s four words (an `Any`: three words of inline value
-/// and its type) while a future is pending.
+/// The three words of a future's ``Future/storageWords``: a struct rather than a tuple, whose
+/// metadata the runtime would look up where the code is not specialised.
 @usableFromInline
-enum FutureStorageLayout {
-    /// The byte offset of the slot object, where an `Any` keeps its type.
-    @inlinable static var slotOffset: Int { 3 * MemoryLayout<Int>.size }
-    /// The byte offset of the first continuation's closure context (a `Listener` is an identifier
-    /// and a closure, a function and its context).
-    @inlinable static var listenerContextOffset: Int { 2 * MemoryLayout<Int>.size }
+struct FutureStorageWords {
+    @usableFromInline var first: UInt = 0
+    @usableFromInline var second: UInt = 0
+    @usableFromInline var third: UInt = 0
+
+    @inlinable
+    init() {}
+
+    /// Whether a successful value of type `type` is kept in the three words rather than in a
+    /// ``ResultBox``: up to three words, aligned to at most a word. Known where the code is
+    /// specialised; read from the value's metadata, which the class's holds, where it is not. A
+    /// function of a non-generic type: a static property of `Future` would make the unspecialised
+    /// deinitialiser fetch `Future<Value>`'s metadata through the runtime's cache.
+    @inlinable @inline(__always)
+    static func holdsInPlace<Value>(_ type: Value.Type) -> Bool {
+        MemoryLayout<Value>.size <= 3 * MemoryLayout<UInt>.size && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
+    }
+}
+
+/// A successful value too large for a future's ``Future/storageWords``, kept out of line.
+@usableFromInline
+final class ResultBox<Value>: @unchecked Sendable {
+    // @unchecked Sendable: immutable; the value crosses threads as a future's result does.
+    @usableFromInline let value: Value
+
+    @inlinable
+    init(_ value: Value) {
+        self.value = value
+    }
 }
 
 /// The continuations of a future that has more than one, in the order they were added. The future's
