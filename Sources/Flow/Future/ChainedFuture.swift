@@ -43,10 +43,10 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     // @unchecked Sendable: `upstream` and the step (in the recipe slot) are written once, before the
     // future is shared; `lockedInner` is guarded by the inherited lock.
     //
-    // Layout: the base future's 80 bytes and the upstream (8): 88 bytes, a 96-byte malloc chunk. The
+    // Layout: the base future's 72 bytes and the upstream (8): 80 bytes, a 96-byte malloc chunk. The
     // step, with its scheduler, takes the recipe slot, which a derived future has no other use for,
-    // and a flatMap's inner future the storage's slot word, which holds an operation's disposable in
-    // a future made from one. With the step in a field of its own this was 120 bytes, a 128-byte
+    // and a flatMap's inner future the state word's slot, which holds an operation's disposable in a
+    // future made from one. With the step in a field of its own this was 120 bytes, a 128-byte
     // chunk (144 while the base future kept its first continuation in a field of its own; 176 with a
     // scheduler field, the step's tag and padding, and a field for the inner future).
     /// Kept for repetition (a fresh run re-derives from a fresh upstream) and for cancellation;
@@ -74,7 +74,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     var scheduler: Scheduler { stepAddress.pointee.scheduler }
 
     /// For flatMap steps: the future the step returned, which this future listens to, in the
-    /// storage's slot word (see ``Future/lockedSlotObject``). Read and written under the lock; it
+    /// state word's slot (see ``Future/lockedSlotObject``). Read and written under the lock; it
     /// stays there when this future is cancelled, for the cancellation to go on to it.
     @inlinable
     var lockedInner: Future<Output>? {
