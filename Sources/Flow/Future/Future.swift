@@ -29,9 +29,10 @@ import Darwin
 /// Thread safety: a future may be completed, observed and cancelled from any thread at once; every
 /// callback runs exactly once, and never while a lock is held.
 public class Future<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: the mutable state is the `locked*` fields, guarded by `lock` (the recipe is
-    // written once before the future is shared). Values cross threads only by being handed to
-    // callbacks on the schedulers that asked for them.
+    // @unchecked Sendable: the mutable state is `storageWords` and the flags and slot of `stateWord`
+    // (the `locked*` accessors), guarded by the lock in `stateWord`'s top bit (`lockState()`); the
+    // recipe is written once before the future is shared. Values cross threads only by being handed
+    // to callbacks on the schedulers that asked for them.
 
     /// A continuation: which object it is, and how to tell it. The closure is created where the
     /// continuation is added, in inlinable code, so it is specialised for the concrete types; it
