@@ -15,7 +15,7 @@ struct ListenerResourceTests {
 
     @Test("a TCP listener, its accepted connection, a client connection and a UDP socket are listed while open, and gone once closed")
     func tcpAndUDPResources() async throws {
-        try await withResourceLoop("resources.tcp") { loop in
+        try await withCountedLoop("resources.tcp") { loop in
             let accepted = Shared<TCPConnection?>(nil)
             let listener = try TCPListener.listen(port: 0, on: loop) { connection in
                 connection.onRead { _ in }
@@ -52,7 +52,7 @@ struct ListenerResourceTests {
     @Test("a Unix-socket listener and its connections are listed while open, and gone once closed")
     func pipeResources() async throws {
         let path = NSTemporaryDirectory() + "flow-resources-\(getpid()).sock"
-        try await withResourceLoop("resources.pipe") { loop in
+        try await withCountedLoop("resources.pipe") { loop in
             let accepted = Shared<PipeConnection?>(nil)
             let listener = try PipeListener.listen(path: path, on: loop) { connection in
                 connection.onRead { _ in }
@@ -73,7 +73,7 @@ struct ListenerResourceTests {
 
     @Test("closeGracefully stops accepting, waits for connections that finish, and completes with 0 closed by force")
     func gracefulCloseWithConnectionsThatFinish() async throws {
-        try await withResourceLoop("graceful.finish") { loop in
+        try await withCountedLoop("graceful.finish") { loop in
             let accepted = Shared<[TCPConnection]>([])
             let listener = try TCPListener.listen(port: 0, on: loop) { connection in
                 accepted.mutate { $0.append(connection) }
@@ -107,7 +107,7 @@ struct ListenerResourceTests {
 
     @Test("closeGracefully closes the connections still open at the deadline and says how many")
     func gracefulCloseWithConnectionsThatDoNotFinish() async throws {
-        try await withResourceLoop("graceful.deadline") { loop in
+        try await withCountedLoop("graceful.deadline") { loop in
             let accepted = Shared<[TCPConnection]>([])
             let listener = try TCPListener.listen(port: 0, on: loop) { connection in
                 accepted.mutate { $0.append(connection) }
@@ -128,7 +128,7 @@ struct ListenerResourceTests {
 
     @Test("closeGracefully with a negative deadline closes the open connections at once")
     func gracefulCloseWithNegativeDeadline() async throws {
-        try await withResourceLoop("graceful.negative") { loop in
+        try await withCountedLoop("graceful.negative") { loop in
             let listener = try TCPListener.listen(port: 0, on: loop) { _ in }
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
             try await waitUntil(listener.openConnections, is: 1)
@@ -141,26 +141,12 @@ struct ListenerResourceTests {
     @Test("closeGracefully of a Unix-socket listener with no connection completes at once with 0")
     func gracefulPipeCloseWithoutConnections() async throws {
         let path = NSTemporaryDirectory() + "flow-graceful-\(getpid()).sock"
-        try await withResourceLoop("graceful.pipe") { loop in
+        try await withCountedLoop("graceful.pipe") { loop in
             let listener = try PipeListener.listen(path: path, on: loop) { $0.close() }
             #expect(try await listener.closeGracefully(deadline: 60).get() == 0)
             #expect(!FileManager.default.fileExists(atPath: path))
         }
     }
-}
-
-/// Runs `body` against a loop on its own thread and checks that it leaves as many libuv handles as it
-/// found.
-private func withResourceLoop(
-    _ name: String, sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: (EventLoop) async throws -> Void
-) async throws {
-    let loop = EventLoop.startOnNewThread(name: name)
-    defer { loop.shutdown() }
-    let handlesBefore = loop.performAndWait { libuvHandleCount(loop) }
-    try await body(loop)
-    #expect(loop.performAndWait { libuvHandleCount(loop) } == handlesBefore, "libuv handles left open",
-            sourceLocation: sourceLocation)
 }
 
 /// Waits until `signal` holds `value` (at once if it already does).

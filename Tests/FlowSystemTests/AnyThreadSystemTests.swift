@@ -119,17 +119,3 @@ struct AnyThreadSystemTests {
         }
     }
 }
-
-/// Runs `body` against a loop on its own thread, then checks that the loop holds as many libuv handles
-/// as before (each test closes what it opened), and shuts the loop down.
-private func withCountedLoop(
-    _ name: String, sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: (EventLoop) async throws -> Void
-) async throws {
-    let loop = EventLoop.startOnNewThread(name: name)
-    defer { loop.shutdown() }
-    let handlesBefore = loop.performAndWait { libuvHandleCount(loop) }
-    try await body(loop)
-    #expect(loop.performAndWait { libuvHandleCount(loop) } == handlesBefore, "libuv handles left open",
-            sourceLocation: sourceLocation)
-}

@@ -68,3 +68,17 @@ public func withLoopOnOwnThread<T>(name: String = "test.loop", _ body: (EventLoo
     defer { loop.shutdown() }
     return try body(loop)
 }
+
+/// Runs `body` against a loop on its own thread, then checks that the loop holds as many libuv handles
+/// as before (each test closes what it opened), and shuts the loop down.
+public func withCountedLoop(
+    _ name: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: (EventLoop) async throws -> Void
+) async throws {
+    let loop = EventLoop.startOnNewThread(name: name)
+    defer { loop.shutdown() }
+    let handlesBefore = loop.performAndWait { libuvHandleCount(loop) }
+    try await body(loop)
+    #expect(loop.performAndWait { libuvHandleCount(loop) } == handlesBefore, "libuv handles left open",
+            sourceLocation: sourceLocation)
+}

@@ -1,11 +1,5 @@
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A result that may take time to produce: a value, or an error.
 ///
 /// A future runs its operation once, as soon as it is created, and keeps the result. Callbacks and
@@ -149,15 +143,14 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 
     @usableFromInline
     final func lockStateContended() {
-        var spins = 0
+        var backoff = LockBackoff()
         while true {
             let current = stateWord.load(ordering: .relaxed)
             if current & FutureStateBits.lockBit == 0,
                stateWord.compareExchange(expected: current, desired: current | FutureStateBits.lockBit, ordering: .acquiring).exchanged {
                 return
             }
-            spins += 1
-            if spins >= 64 { sched_yield() }
+            backoff.pause()
         }
     }
 

@@ -2,6 +2,8 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A one-word lock for a future's state: a compare-and-swap to take it when free, and a short spin
@@ -34,22 +36,36 @@ package struct FutureLock: ~Copyable, @unchecked Sendable {
 
     @usableFromInline
     func lockContended() {
-        var spins = 0
+        var backoff = LockBackoff()
         while true {
             if word.load(ordering: .relaxed) == 0,
                word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
                 return
             }
-            spins += 1
-            if spins < 64 {
-                continue
-            }
-            sched_yield()
+            backoff.pause()
         }
     }
 
     @inlinable
     package func unlock() {
         word.store(0, ordering: .releasing)
+    }
+}
+
+/// How a waiter for a lock whose critical sections are a handful of loads and stores waits between
+/// attempts: a short spin, then yielding the processor. Shared by ``FutureLock`` and the lock in a
+/// future's state word.
+@usableFromInline
+struct LockBackoff {
+    @usableFromInline var spins = 0
+
+    @usableFromInline
+    init() {}
+
+    /// Waits before the next attempt.
+    @usableFromInline
+    mutating func pause() {
+        spins += 1
+        if spins >= 64 { sched_yield() }
     }
 }
