@@ -128,20 +128,17 @@ struct NameTests {
 
     @Test func connectingByNameToAPortNobodyListensOnIsRefused() throws {
         let found = Shared<Result<TCPConnection>?>(nil)
-        let port = Shared(0)
+        // Bound on every local address but not listening, and nobody else's while it lives (a port
+        // freed by closing a listener can be given to a parallel test's listener).
+        let reserved = ReservedPort()
         try runLoopCheckingHandles { loop in
-            // A free port: listen, note it, close.
-            let listener = try! TCPListener.listen(host: "localhost", port: 0, on: loop) { $0.close() }
-            port.value = listener.port
-            listener.close().flatMap { TCPConnection.connect(host: "localhost", port: port.value, on: loop) }
-                .onResult { found.value = $0 }
+            TCPConnection.connect(host: "localhost", port: reserved.port, on: loop).onResult { found.value = $0 }
         }
         guard case .failure(let error)? = found.value else {
             Issue.record("expected a refusal, got \(String(describing: found.value))")
             return
         }
         #expect("\(error)" == "ECONNREFUSED: connection refused")
-        #expect(openSocketCount(boundToPort: port.value) == 0)
     }
 
     @Test func aPortInUseIsReportedByListen() throws {

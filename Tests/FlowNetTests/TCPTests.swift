@@ -119,12 +119,11 @@ struct TCPTests {
 
     @Test func connectingWhereNobodyListensFailsWithLibuvsNameAndMessage() throws {
         let failure = Shared<String?>(nil)
+        // A port bound but not listening, which no parallel test can take meanwhile (a port freed
+        // by closing a listener can be given to another test's listener on port 0).
+        let reserved = ReservedPort()
         try runLoop { loop in
-            // A port that was free a moment ago: listen on port 0, note the port, stop listening.
-            let listener = try! TCPListener.listen(port: 0, on: loop) { $0.close() }
-            let port = listener.port
-            listener.close()
-                .flatMap { TCPConnection.connect(host: "127.0.0.1", port: port, on: loop) }
+            TCPConnection.connect(host: "127.0.0.1", port: reserved.port, on: loop)
                 .onResult { result in
                     switch result {
                     case .success(let connection):
