@@ -30,6 +30,9 @@ struct ReflectionTests {
             completion.set(done)
             return NilDisposer()
         }
+        // The operation runs on the loop: wait for it, or it could store its completion after the
+        // test let go of it below, and the future, its operation and this box would be leaked.
+        loop.performAndWait {}
         let chained = pending.map(on: .none) { $0 + 1 }
         expectPrintedEveryWay([
             (pending, "pending"), (chained, "Future<Int>"), (Future(7), "7"),
