@@ -382,6 +382,39 @@ struct TCPTests {
         }
     }
 
+    @Test("a listener group made from a detached task shares one port across its loops, and a port taken is a thrown error")
+    func aListenerGroupFromAsyncCode() async throws {
+        let loops = (0..<2).map { EventLoop.startOnNewThread(name: "net.asyncGroup-\($0)") }
+        defer { for loop in loops { loop.shutdown() } }
+        let group = try await Task.detached {
+            try await TCPListenerGroup.listenAsync(host: "localhost", port: 0, loops: loops) { connection in
+                connection.write(connection.loop.name).always { connection.close() }
+            }
+        }.value
+        #expect(group.listeners.count == 2)
+        #expect(Set(group.listeners.map(\.port)) == [group.port])
+        #expect(zip(group.listeners, loops).allSatisfy { $0.loop === $1 })
+        var answers: Set<String> = []
+        for _ in 0..<8 {
+            let client = try await TCPConnection.connect(to: group.localAddress, on: loops[0]).get()
+            var answer: [UInt8] = []
+            while let chunk = try await client.read().get() { answer += chunk }
+            answers.insert(String(decoding: answer, as: UTF8.self))
+            try await client.close().get()
+        }
+        #expect(!answers.isEmpty)
+        #expect(answers.isSubset(of: Set(loops.map(\.name))))
+        try await group.close().get()
+        #expect(openSocketCount(boundToPort: group.port) == 0)
+
+        // A port bound without SO_REUSEPORT cannot be joined.
+        let reserved = ReservedPort()
+        let refusal = await #expect(throws: EventLoopError.self) {
+            _ = try await TCPListenerGroup.listenAsync(host: "127.0.0.1", port: reserved.port, loops: loops) { _ in }
+        }
+        #expect("\(refusal.map { "\($0)" } ?? "")".hasPrefix("EADDRINUSE"))
+    }
+
     @Test func aListenerGroupSharesOnePortAcrossLoops() throws {
         let loops = (0..<2).map { EventLoop.startOnNewThread(name: "net.group-\($0)") }
         defer { for loop in loops { loop.shutdown() } }

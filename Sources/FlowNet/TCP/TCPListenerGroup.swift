@@ -66,6 +66,41 @@ public final class TCPListenerGroup: Sendable {
         return TCPListenerGroup(listeners: listeners)
     }
 
+    /// Listens on `host` and `port` on every loop in `loops`, like
+    /// ``listen(host:port:backlog:loops:onAccept:)``, from async code: the name is looked up on
+    /// libuv's thread pool, each listener is opened on its loop, and the task waits for them without
+    /// blocking a thread. The first loop's listener picks the address (and the port, for port 0); the
+    /// others join it at that address.
+    ///
+    /// ```swift
+    /// let loops = (0..<4).map { EventLoop.startOnNewThread(name: "worker-\($0)") }
+    /// let group = try await TCPListenerGroup.listenAsync(port: 8080, loops: loops) { connection in
+    ///     serve(connection)   // runs on the loop that accepted the connection
+    /// }
+    /// ```
+    ///
+    /// - Throws: the error of the first listener that fails; the listeners already made are closed
+    ///   before it is thrown.
+    public static func listenAsync(
+        host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, loops: [EventLoop],
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) async throws(EventLoopError) -> TCPListenerGroup {
+        misusePrecondition(!loops.isEmpty, "TCPListenerGroup.listenAsync: give at least one loop")
+        var listeners: [TCPListener] = []
+        do {
+            listeners.append(try await TCPListener.listenAsync(
+                host: host, port: port, backlog: backlog, reusePort: true, on: loops[0], onAccept: onAccept))
+            for loop in loops.dropFirst() {
+                listeners.append(try await TCPListener.listenAsync(
+                    at: listeners[0].localAddress, backlog: backlog, reusePort: true, on: loop, onAccept: onAccept))
+            }
+        } catch {
+            for listener in listeners { _ = try? await listener.close().get() }
+            throw error
+        }
+        return TCPListenerGroup(listeners: listeners)
+    }
+
     /// Closes every listener; the future completes once all are closed. Callable from any thread.
     ///
     /// ```swift
