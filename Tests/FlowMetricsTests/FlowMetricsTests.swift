@@ -13,7 +13,9 @@ struct FlowMetricsTests {
         let liveFutures = LiveFutureCount()
         let completion = Shared<(@Sendable (Result<Int>) -> Void)?>(nil)
         let pending = liveFutures.track {
-            Future<Int> { complete in
+            // Run at once (off a loop, `.current` would be a background queue): the completion is
+            // stored before the test calls it, or the future, its operation and this box would leak.
+            Future<Int>(on: .none) { complete in
                 completion.value = complete
                 return NilDisposer()
             }
