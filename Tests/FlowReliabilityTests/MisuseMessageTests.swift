@@ -31,6 +31,7 @@ struct MisuseMessageTests {
         "negativeDebounce": "debounce: the delay must be a finite number of seconds ≥ 0, not -1.0",
         "udpSendOnClosedMainLoop": "UDPSocket.send: the loop 'flow.main' is closed, so its handles cannot be used any more",
         "udpCloseOnClosedMainLoop": "UDPSocket.close: the loop 'flow.main' is closed, so its handles cannot be used any more",
+        "listenerGroupWithoutLoops": "TCPListenerGroup.listen: give at least one loop",
         "bindOnALoopNotRunning": "UDPSocket.bind: the loop 'probe.idle' is not running, so nothing would run this and the caller would wait for ever",
         "tcpSendOnClosedMainLoop": "TCPConnection.send: the loop 'flow.main' is closed, so its handles cannot be used any more",
     ]

@@ -66,6 +66,9 @@ let misuses: [(name: String, commit: () -> Void)] = [
         try! EventLoop.main.close()
         socket.close()
     }),
+    ("listenerGroupWithoutLoops", {
+        _ = try? TCPListenerGroup.listen(port: 0, loops: []) { _ in }
+    }),
     ("bindOnALoopNotRunning", {
         let loop = EventLoop(name: "probe.idle")
         _ = try? UDPSocket.bind(on: loop)
