@@ -244,10 +244,15 @@ struct FramingTests {
         try await withConnectedPair { (server, client, loop) async throws in
             client.write("first\n")
             let bag = DisposeBag()
+            // Listened to from a job on the loop, so that the disposable is in the bag before the
+            // line arrives: from the test's thread, the line (already sent) could be delivered, and
+            // the bag disposed, before `bag +=` had added the disposable.
             let first: String = await withCheckedContinuation { continuation in
-                bag += server.lineSignal().onValue(on: .none) { line in
-                    bag.dispose()
-                    continuation.resume(returning: line)
+                loop.execute {
+                    bag += server.lineSignal().onValue(on: .none) { line in
+                        bag.dispose()
+                        continuation.resume(returning: line)
+                    }
                 }
             }
             #expect(first == "first")
