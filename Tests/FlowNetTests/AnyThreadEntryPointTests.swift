@@ -28,10 +28,11 @@ struct AnyThreadEntryPointTests {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
             #expect(try await client.read().get() == nil)
             try await client.close().get()
+            let sockets = SocketsBound(toPort: port)
             let closed = try await caller.call(for: loop) { listener.close() }
             try await closed.get()
             #expect(accepted.value == 1)
-            #expect(openSocketCount(boundToPort: port) == 0)
+            sockets.expectAllClosed()
         }
     }
 
@@ -69,9 +70,10 @@ struct AnyThreadEntryPointTests {
             #expect(facts.2 == listener.localAddress)
             #expect(facts.3 == 1024)
             #expect(facts.4 && facts.5)
+            let sockets = SocketsBound(toPort: port)
             try await caller.call(for: loop) { client.close() }.get()
             try await listener.close().get()
-            #expect(openSocketCount(boundToPort: port) == 0)
+            sockets.expectAllClosed()
         }
     }
 
@@ -95,8 +97,9 @@ struct AnyThreadEntryPointTests {
             try await caller.call(for: loop) { socket.send(Array("ping".utf8)) }.get()
             var iterator = datagrams.makeAsyncIterator()
             #expect(await iterator.next()?.bytes == Array("ping".utf8))
+            let sockets = SocketsBound(toPort: port)
             try await caller.call(for: loop) { socket.close() }.get()
-            #expect(openSocketCount(boundToPort: port) == 0)
+            sockets.expectAllClosed()
         }
     }
 
@@ -163,14 +166,14 @@ struct AnyThreadEntryPointTests {
                 let (listener, socket, second) = onTheLoop
                     ? try await Task(executorPreference: loop) { try await opened() }.value
                     : try await Task.detached { try await opened() }.value
-                let ports = [listener.port, socket.localAddress.port, second.port]
+                let sockets = [listener.port, socket.localAddress.port, second.port].map(SocketsBound.init(toPort:))
                 let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
                 #expect(try await client.read().get() == nil)
                 try await client.close().get()
                 try await listener.close().get()
                 try await socket.close().get()
                 try await second.close().get()
-                for port in ports { #expect(openSocketCount(boundToPort: port) == 0) }
+                for noted in sockets { noted.expectAllClosed() }
             }
         }
     }

@@ -24,8 +24,9 @@ private func withConnectedPair(
         _ = try? await join(client.close(), server.close(), listener.close()).get()
         throw error
     }
+    let sockets = SocketsBound(toPort: port)
     _ = try await join(client.close(), server.close(), listener.close()).get()
-    #expect(openSocketCount(boundToPort: port) == 0, "sockets left open")
+    sockets.expectAllClosed()
 }
 
 /// Writes `bytes` one at a time, each once the last is with the kernel: a slow peer.

@@ -35,6 +35,6 @@ struct LeakCheckTests {
         try #require(named == 0)
         let port = Int(UInt16(bigEndian: address.sin_port))
         #expect(socketInodes(boundToPort: port).count == 1)
-        #expect(openSocketCount(boundToPort: port) == 1)
+        #expect(SocketsBound(toPort: port).openCount == 1)
     }
 }

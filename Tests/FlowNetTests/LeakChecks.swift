@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The inodes of the sockets bound to local `port` (TCP and UDP, IPv4 and IPv6), from `/proc/net`.
 func socketInodes(boundToPort port: Int) -> Set<String> {
@@ -15,13 +16,33 @@ func socketInodes(boundToPort port: Int) -> Set<String> {
     return inodes
 }
 
-/// How many descriptors of this process refer to a socket bound to local `port`. Parallel tests use
-/// other ports, so the count is about this test's sockets only.
-func openSocketCount(boundToPort port: Int) -> Int {
-    let inodes = socketInodes(boundToPort: port)
-    return openDescriptorTargets().filter { target in
-        target.hasPrefix("socket:[") && inodes.contains(String(target.dropFirst(8).dropLast()))
-    }.count
+/// This process's sockets bound to local `port`, noted so that a test can check later that each was
+/// closed. Note them while the port is still held (before closing the listener or socket that holds
+/// it): until then nobody else can bind the port, so every socket noted is the test's own, the
+/// accepted connections included. A count by port after the close could see a parallel test's
+/// socket, bound to the port once it was free: a test once found 1 where its own were all closed.
+struct SocketsBound {
+    /// The inodes (the `N` of `socket:[N]`) of the sockets noted.
+    let inodes: Set<String>
+
+    init(toPort port: Int) {
+        let bound = socketInodes(boundToPort: port)
+        inodes = Set(openSocketInodes().filter(bound.contains))
+    }
+
+    /// How many of the sockets noted this process still has open.
+    var openCount: Int { openSocketInodes().filter(inodes.contains).count }
+
+    /// Expects that a socket was noted, and that none of them is still open.
+    func expectAllClosed(sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(!inodes.isEmpty, "no socket was bound to the port when they were noted", sourceLocation: sourceLocation)
+        #expect(openCount == 0, "sockets left open", sourceLocation: sourceLocation)
+    }
+}
+
+/// The inodes of this process's open sockets, one per descriptor.
+func openSocketInodes() -> [String] {
+    openDescriptorTargets().filter { $0.hasPrefix("socket:[") }.map { String($0.dropFirst(8).dropLast()) }
 }
 
 /// The whole text of a /proc file, read until the end. Foundation's `String(contentsOfFile:)` stops

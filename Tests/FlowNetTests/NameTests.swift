@@ -91,10 +91,9 @@ struct NameTests {
 
     @Test func aServerListeningOnLocalhostIsReachedByName() throws {
         let echoed = Shared<Result<[UInt8]>?>(nil)
-        let port = Shared(0)
+        let sockets = Shared<SocketsBound?>(nil)
         try runLoopCheckingHandles { loop in
             let listener = try! TCPListener.listen(host: "localhost", port: 0, on: loop, onAccept: echo)
-            port.value = listener.port
             TCPConnection.connect(host: "localhost", port: listener.port, on: loop)
                 .flatMap { connection in
                     connection.write("by name").flatMap { connection.shutdown() }
@@ -103,11 +102,12 @@ struct NameTests {
                 }
                 .onResult { result in
                     echoed.value = result
+                    sockets.value = SocketsBound(toPort: listener.port)
                     listener.close()
                 }
         }
         #expect(try #require(echoed.value).get() == Array("by name".utf8))
-        #expect(openSocketCount(boundToPort: port.value) == 0)
+        try #require(sockets.value).expectAllClosed()
     }
 
     @Test func aListenerOnTheIPv6WildcardAcceptsIPv4Clients() throws {

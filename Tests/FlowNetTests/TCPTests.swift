@@ -404,8 +404,10 @@ struct TCPTests {
         }
         #expect(!answers.isEmpty)
         #expect(answers.isSubset(of: Set(loops.map(\.name))))
+        let sockets = SocketsBound(toPort: group.port)
+        #expect(sockets.inodes.count == 2)
         try await group.close().get()
-        #expect(openSocketCount(boundToPort: group.port) == 0)
+        sockets.expectAllClosed()
 
         // A port bound without SO_REUSEPORT cannot be joined.
         let reserved = ReservedPort()

@@ -205,10 +205,14 @@ func openDescriptors() -> [String: String] {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         guard name != "." && name != ".." else { continue }
         let target = String(decoding: readLink("/proc/self/fd/\(name)"), as: UTF8.self)
-        // Not the run's: this directory's own descriptor (and the runtime's reads of /proc), and libdispatch's timer, which it opens and
-        // closes on its own schedule (the sweep's waits use Dispatch and Swift's tasks).
-        // Nor one closed while the directory was read (its link then reads as nothing).
-        if target.isEmpty || target.hasPrefix("/proc/") || target == "anon_inode:[timerfd]" { continue }
+        // Not the run's: this directory's own descriptor (and the runtime's reads of /proc), the C
+        // library's brief reads of /sys (counting the processors online, for Dispatch or libuv's
+        // pool: once caught open by the snapshot before a run and gone after it), and libdispatch's
+        // timer, which it opens and closes on its own schedule (the sweep's waits use Dispatch and
+        // Swift's tasks). Nor one closed while the directory was read (its link then reads as nothing).
+        if target.isEmpty || target.hasPrefix("/proc/") || target.hasPrefix("/sys/") || target == "anon_inode:[timerfd]" {
+            continue
+        }
         // libuv's spare descriptor for EMFILE is /dev/null, reopened as / after it was used.
         descriptors[name] = target == "/" ? "/dev/null" : target
     }
