@@ -367,7 +367,10 @@ struct FutureCoreTests {
         let loop = EventLoop(name: "test.runUntil")
         defer { try? loop.close() }
         let operation = Operation<String>(on: loop.scheduler)
-        DispatchQueue.global().async { loop.execute { } ; DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) { operation.succeed("done") } }
+        // Completed from another thread once the operation has run (this job is queued after it). A
+        // completion timed by a 10 ms delay would find no callback if the loop started later than
+        // that, and the loop would then run for ever.
+        loop.execute { DispatchQueue.global().async { operation.succeed("done") } }
         let value = try loop.run(until: operation.future)
         #expect(value == "done")
         #expect(throws: TestError.self) { try loop.run(until: Future<Int>(error: TestError())) }
