@@ -61,9 +61,9 @@ struct AcceptFailureTests {
     }
 }
 
-/// The descriptors of this process's sockets bound to local `port`.
+/// The descriptors of this process's TCP sockets bound to local `port`.
 private func socketDescriptors(boundToPort port: Int) -> [Int32] {
-    let inodes = socketInodes(boundToPort: port)
+    let inodes = socketInodes(boundToPort: port, .tcp)
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
     return entries.compactMap { entry in
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)"),

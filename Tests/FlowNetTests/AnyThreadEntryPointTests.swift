@@ -24,11 +24,10 @@ struct AnyThreadEntryPointTests {
                     connection.close()
                 }
             }
-            let port = listener.port
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
             #expect(try await client.read().get() == nil)
             try await client.close().get()
-            let sockets = SocketsBound(toPort: port)
+            let sockets = SocketsBound(at: listener.localAddress, .tcp)
             let closed = try await caller.call(for: loop) { listener.close() }
             try await closed.get()
             #expect(accepted.value == 1)
@@ -45,7 +44,6 @@ struct AnyThreadEntryPointTests {
                     if case .bytes(let bytes) = event { connection.send(copying: bytes) } else { connection.close() }
                 }
             }
-            let port = listener.port
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
             let (echoes, echo) = AsyncStream<[UInt8]>.makeStream()
             let facts = try await caller.call(for: loop) {
@@ -70,7 +68,7 @@ struct AnyThreadEntryPointTests {
             #expect(facts.2 == listener.localAddress)
             #expect(facts.3 == 1024)
             #expect(facts.4 && facts.5)
-            let sockets = SocketsBound(toPort: port)
+            let sockets = SocketsBound(at: listener.localAddress, .tcp)
             try await caller.call(for: loop) { client.close() }.get()
             try await listener.close().get()
             sockets.expectAllClosed()
@@ -93,11 +91,10 @@ struct AnyThreadEntryPointTests {
                 #expect(socket.failedReceiveCount == 0)
                 return socket
             }
-            let port = socket.localAddress.port
             try await caller.call(for: loop) { socket.send(Array("ping".utf8)) }.get()
             var iterator = datagrams.makeAsyncIterator()
             #expect(await iterator.next()?.bytes == Array("ping".utf8))
-            let sockets = SocketsBound(toPort: port)
+            let sockets = SocketsBound(at: socket.localAddress, .udp)
             try await caller.call(for: loop) { socket.close() }.get()
             sockets.expectAllClosed()
         }
@@ -166,7 +163,10 @@ struct AnyThreadEntryPointTests {
                 let (listener, socket, second) = onTheLoop
                     ? try await Task(executorPreference: loop) { try await opened() }.value
                     : try await Task.detached { try await opened() }.value
-                let sockets = [listener.port, socket.localAddress.port, second.port].map(SocketsBound.init(toPort:))
+                let sockets = [
+                    SocketsBound(at: listener.localAddress, .tcp), SocketsBound(at: socket.localAddress, .udp),
+                    SocketsBound(at: second.localAddress, .tcp),
+                ]
                 let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
                 #expect(try await client.read().get() == nil)
                 try await client.close().get()

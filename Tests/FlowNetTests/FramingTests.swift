@@ -24,7 +24,7 @@ private func withConnectedPair(
         _ = try? await join(client.close(), server.close(), listener.close()).get()
         throw error
     }
-    let sockets = SocketsBound(toPort: port)
+    let sockets = SocketsBound(at: listener.localAddress, .tcp)
     _ = try await join(client.close(), server.close(), listener.close()).get()
     sockets.expectAllClosed()
 }

@@ -1,3 +1,4 @@
+import FlowNet
 import Foundation
 import Testing
 
@@ -34,7 +35,7 @@ struct LeakCheckTests {
         }
         try #require(named == 0)
         let port = Int(UInt16(bigEndian: address.sin_port))
-        #expect(socketInodes(boundToPort: port).count == 1)
-        #expect(SocketsBound(toPort: port).openCount == 1)
+        #expect(socketInodes(boundToPort: port, .tcp).count == 1)
+        #expect(SocketsBound(at: try SocketAddress(host: "127.0.0.1", port: port), .tcp).openCount == 1)
     }
 }

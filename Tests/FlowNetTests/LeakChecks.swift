@@ -1,11 +1,30 @@
+import FlowNet
 import Foundation
 import Testing
 
-/// The inodes of the sockets bound to local `port` (TCP and UDP, IPv4 and IPv6), from `/proc/net`.
-func socketInodes(boundToPort port: Int) -> Set<String> {
+/// TCP or UDP. Their port numbers are separate, and so, for binding, are IPv4's and IPv6's: while a
+/// test's TCP socket holds `127.0.0.1:P`, a parallel test's UDP socket, or its TCP socket on `[::1]`,
+/// can be bound to P too (a TCP test once counted such a socket as its own, left open).
+enum Transport {
+    case tcp, udp
+
+    /// The `/proc/net` tables of its sockets: IPv4's, IPv6's, or both (`ipv6` nil).
+    func tables(ipv6: Bool?) -> [String] {
+        let name = self == .tcp ? "tcp" : "udp"
+        switch ipv6 {
+        case nil: return [name, name + "6"]
+        case true?: return [name + "6"]
+        case false?: return [name]
+        }
+    }
+}
+
+/// The inodes of the `transport` sockets bound to local `port`, IPv4's, IPv6's or both (`ipv6`
+/// nil), from `/proc/net`.
+func socketInodes(boundToPort port: Int, _ transport: Transport, ipv6: Bool? = nil) -> Set<String> {
     let hexPort = String(format: "%04X", port)
     var inodes: Set<String> = []
-    for table in ["tcp", "tcp6", "udp", "udp6"] {
+    for table in transport.tables(ipv6: ipv6) {
         guard let text = procFileContents("/proc/net/\(table)") else { continue }
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
@@ -16,7 +35,7 @@ func socketInodes(boundToPort port: Int) -> Set<String> {
     return inodes
 }
 
-/// This process's sockets bound to local `port`, noted so that a test can check later that each was
+/// This process's `transport` sockets bound to `address`'s port in its family, noted so that a test can check later that each was
 /// closed. Note them while the port is still held (before closing the listener or socket that holds
 /// it): until then nobody else can bind the port, so every socket noted is the test's own, the
 /// accepted connections included. A count by port after the close could see a parallel test's
@@ -25,8 +44,8 @@ struct SocketsBound {
     /// The inodes (the `N` of `socket:[N]`) of the sockets noted.
     let inodes: Set<String>
 
-    init(toPort port: Int) {
-        let bound = socketInodes(boundToPort: port)
+    init(at address: SocketAddress, _ transport: Transport) {
+        let bound = socketInodes(boundToPort: address.port, transport, ipv6: address.isIPv6)
         inodes = Set(openSocketInodes().filter(bound.contains))
     }
 

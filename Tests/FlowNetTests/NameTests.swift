@@ -102,7 +102,7 @@ struct NameTests {
                 }
                 .onResult { result in
                     echoed.value = result
-                    sockets.value = SocketsBound(toPort: listener.port)
+                    sockets.value = SocketsBound(at: listener.localAddress, .tcp)
                     listener.close()
                 }
         }

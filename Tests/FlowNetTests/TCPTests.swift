@@ -404,7 +404,7 @@ struct TCPTests {
         }
         #expect(!answers.isEmpty)
         #expect(answers.isSubset(of: Set(loops.map(\.name))))
-        let sockets = SocketsBound(toPort: group.port)
+        let sockets = SocketsBound(at: group.localAddress, .tcp)
         #expect(sockets.inodes.count == 2)
         try await group.close().get()
         sockets.expectAllClosed()

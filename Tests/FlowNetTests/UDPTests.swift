@@ -69,7 +69,7 @@ struct UDPTests {
             let socket = try! UDPSocket.bind(on: loop)
             socket.onReceive { datagram in
                 errors.mutate { $0.append("received \(datagram.bytes.count)") }
-                sockets.value = SocketsBound(toPort: socket.localAddress.port)
+                sockets.value = SocketsBound(at: socket.localAddress, .udp)
                 socket.close()
             }
             socket.send([UInt8](repeating: 7, count: 70_000), to: socket.localAddress)
