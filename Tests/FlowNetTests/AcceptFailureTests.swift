@@ -37,7 +37,7 @@ struct AcceptFailureTests {
                     }
                     listener.close()
                 }
-                let descriptors = socketDescriptors(boundToPort: listener.port)
+                let descriptors = socketDescriptors(boundTo: listener.localAddress)
                 guard descriptors.count == 1, shutdown(descriptors[0], Int32(SHUT_RD)) == 0 else {
                     Issue.record("no single listening socket to shut down: \(descriptors), errno \(errno)")
                     listener.close()
@@ -61,9 +61,9 @@ struct AcceptFailureTests {
     }
 }
 
-/// The descriptors of this process's TCP sockets bound to local `port`.
-private func socketDescriptors(boundToPort port: Int) -> [Int32] {
-    let inodes = socketInodes(boundToPort: port, .tcp)
+/// The descriptors of this process's TCP sockets bound to `address`'s port in its family.
+private func socketDescriptors(boundTo address: SocketAddress) -> [Int32] {
+    let inodes = socketInodes(boundTo: address, .tcp)
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
     return entries.compactMap { entry in
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)"),

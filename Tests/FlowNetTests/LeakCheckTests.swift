@@ -35,7 +35,8 @@ struct LeakCheckTests {
         }
         try #require(named == 0)
         let port = Int(UInt16(bigEndian: address.sin_port))
-        #expect(socketInodes(boundToPort: port, .tcp).count == 1)
-        #expect(SocketsBound(at: try SocketAddress(host: "127.0.0.1", port: port), .tcp).openCount == 1)
+        let bound = try SocketAddress(host: "127.0.0.1", port: port)
+        #expect(socketInodes(boundTo: bound, .tcp).count == 1)
+        #expect(SocketsBound(at: bound, .tcp).openCount == 1)
     }
 }

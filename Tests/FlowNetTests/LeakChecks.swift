@@ -7,36 +7,25 @@ import Testing
 /// can be bound to P too (a TCP test once counted such a socket as its own, left open).
 enum Transport {
     case tcp, udp
-
-    /// The `/proc/net` tables of its sockets: IPv4's, IPv6's, or both (`ipv6` nil).
-    func tables(ipv6: Bool?) -> [String] {
-        let name = self == .tcp ? "tcp" : "udp"
-        switch ipv6 {
-        case nil: return [name, name + "6"]
-        case true?: return [name + "6"]
-        case false?: return [name]
-        }
-    }
 }
 
-/// The inodes of the `transport` sockets bound to local `port`, IPv4's, IPv6's or both (`ipv6`
-/// nil), from `/proc/net`.
-func socketInodes(boundToPort port: Int, _ transport: Transport, ipv6: Bool? = nil) -> Set<String> {
-    let hexPort = String(format: "%04X", port)
+/// The inodes of the `transport` sockets bound to `address`'s port in its family (`/proc/net/tcp`,
+/// `tcp6`, `udp` or `udp6`).
+func socketInodes(boundTo address: SocketAddress, _ transport: Transport) -> Set<String> {
+    let table = (transport == .tcp ? "tcp" : "udp") + (address.isIPv6 ? "6" : "")
+    let hexPort = String(format: "%04X", address.port)
+    guard let text = procFileContents("/proc/net/\(table)") else { return [] }
     var inodes: Set<String> = []
-    for table in transport.tables(ipv6: ipv6) {
-        guard let text = procFileContents("/proc/net/\(table)") else { continue }
-        for line in text.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: " ")
-            guard fields.count > 9, fields[1].hasSuffix(":\(hexPort)") else { continue }
-            inodes.insert(String(fields[9]))
-        }
+    for line in text.split(separator: "\n").dropFirst() {
+        let fields = line.split(separator: " ")
+        guard fields.count > 9, fields[1].hasSuffix(":\(hexPort)") else { continue }
+        inodes.insert(String(fields[9]))
     }
     return inodes
 }
 
-/// This process's `transport` sockets bound to `address`'s port in its family, noted so that a test can check later that each was
-/// closed. Note them while the port is still held (before closing the listener or socket that holds
+/// This process's `transport` sockets bound to `address`'s port in its family, noted so that a test
+/// can check later that each was closed. Note them while the port is still held (before closing the listener or socket that holds
 /// it): until then nobody else can bind the port, so every socket noted is the test's own, the
 /// accepted connections included. A count by port after the close could see a parallel test's
 /// socket, bound to the port once it was free: a test once found 1 where its own were all closed.
@@ -45,7 +34,7 @@ struct SocketsBound {
     let inodes: Set<String>
 
     init(at address: SocketAddress, _ transport: Transport) {
-        let bound = socketInodes(boundToPort: address.port, transport, ipv6: address.isIPv6)
+        let bound = socketInodes(boundTo: address, transport)
         inodes = Set(openSocketInodes().filter(bound.contains))
     }
 
