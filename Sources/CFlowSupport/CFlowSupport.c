@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CFlowSupport.h"
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,3 +81,62 @@ extern struct dispatch_queue_s _dispatch_main_q;
 extern void dispatch_async_f(struct dispatch_queue_s *queue, void *context, void (*work)(void *));
 
 void flow_main_queue_async(void *context, void (*work)(void *)) { dispatch_async_f(&_dispatch_main_q, context, work); }
+
+// MARK: Completion handles
+
+// Swift's runtime, as its headers declare these (C calling convention, which for one pointer is
+// also Swift's).
+extern void swift_retain(void *object);
+extern void swift_unownedRetain(void *object);
+extern void swift_unownedRelease(void *object);
+extern void _swift_instantiateInertHeapObject(void *address, const void *metadata);
+// The value witnesses of a native object reference (`Builtin.NativeObject`), which the compiler
+// gives the metadata of every closure context and box.
+extern const char flow_native_object_witnesses[] __asm__("$sBoWV");
+
+// A heap object's metadata as Swift's runtime reads it: a header before the address the object
+// points to (the layout string, which only value types use; the destroy function, which the runtime
+// calls with the object in the Swift context register when its last strong reference goes; the value
+// witnesses), then the kind. The kind is that of a closure context ("heap local variable"), with the
+// offset of its first capture and no capture description.
+struct flow_handle_metadata {
+    const void *layout_string;
+    const void *destroy;
+    const void *value_witnesses;
+    uintptr_t kind;
+    uint32_t offset_to_first_capture;
+    const void *capture_description;
+};
+
+#define FLOW_HEAP_LOCAL_VARIABLE_KIND 0x400
+
+__attribute__((swiftcall)) static void destroy_called_handle(__attribute__((swift_context)) void *handle) {
+    swift_unownedRelease((char *)handle - FLOW_COMPLETION_HANDLE_OFFSET);
+}
+
+__attribute__((swiftcall)) static void destroy_pending_handle(__attribute__((swift_context)) void *handle) {
+    flow_completion_handle_abandoned(handle, 0);
+}
+
+__attribute__((swiftcall)) static void destroy_pending_failing_handle(__attribute__((swift_context)) void *handle) {
+    flow_completion_handle_abandoned(handle, 1);
+}
+
+static const struct flow_handle_metadata handle_metadata[3] = {
+    {NULL, (const void *)destroy_called_handle, flow_native_object_witnesses, FLOW_HEAP_LOCAL_VARIABLE_KIND, 16, NULL},
+    {NULL, (const void *)destroy_pending_handle, flow_native_object_witnesses, FLOW_HEAP_LOCAL_VARIABLE_KIND, 16, NULL},
+    {NULL, (const void *)destroy_pending_failing_handle, flow_native_object_witnesses, FLOW_HEAP_LOCAL_VARIABLE_KIND, 16, NULL},
+};
+
+const void *const flow_completion_handle_states[3] = {
+    &handle_metadata[0].kind, &handle_metadata[1].kind, &handle_metadata[2].kind,
+};
+
+void flow_completion_handle_initialize(void *handle, int fails_when_abandoned) {
+    _swift_instantiateInertHeapObject(handle, flow_completion_handle_states[fails_when_abandoned ? 2 : 1]);
+    void *future = (char *)handle - FLOW_COMPLETION_HANDLE_OFFSET;
+    swift_retain(future);
+    swift_unownedRetain(future);
+}
+
+void flow_release_object_memory(void *object) { swift_unownedRelease(object); }

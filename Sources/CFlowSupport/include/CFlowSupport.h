@@ -32,4 +32,39 @@ int flow_is_main_thread(void);
 /// Names the calling thread (the first 15 bytes of `name`), for debuggers and `top -H`.
 void flow_set_thread_name(const char *_Nonnull name);
 
+/// A future's completion handle: the object its operation's completion callback captures, which
+/// keeps the future until the first call and tells it when the callback is released uncalled. Its
+/// object header (two words) lives in the future's own memory, this many bytes from the future's
+/// start (`Future.handleWords`), so that a future made from an operation costs one allocation.
+/// The header's metadata pointer says the handle's state; its metadata's destroy function, which
+/// Swift's runtime calls when the last reference to the handle goes, acts on that state.
+#define FLOW_COMPLETION_HANDLE_OFFSET 72
+
+/// The metadata pointers of a handle's three states: [0] called, [1] pending (released uncalled,
+/// the future stays pending), [2] pending (released uncalled, the future fails).
+extern const void *_Nonnull const flow_completion_handle_states[3];
+
+/// Writes the header of a pending handle at `handle` (one reference, held by the caller), and takes
+/// the references it keeps on its future, whose object starts FLOW_COMPLETION_HANDLE_OFFSET bytes
+/// before: a strong one until the handle is called, and one on the future's memory (Swift's unowned
+/// count) until the handle itself is released.
+void flow_completion_handle_initialize(void *_Nonnull handle, int fails_when_abandoned);
+
+/// Marks the handle called and returns the state it was in: 0 if it had been called already, else 1
+/// or 2 (see `flow_completion_handle_states`). The caller that gets 1 or 2 owns the handle's strong
+/// reference to its future.
+static inline int flow_completion_handle_claim(void *_Nonnull handle) {
+    const void *previous = __atomic_exchange_n((const void **)handle, flow_completion_handle_states[0], __ATOMIC_ACQ_REL);
+    if (previous == flow_completion_handle_states[0]) return 0;
+    return previous == flow_completion_handle_states[2] ? 2 : 1;
+}
+
+/// Defined by Flow: the handle at `handle` was released without being called. Takes over the
+/// handle's strong reference to its future and its reference to the future's memory.
+extern void flow_completion_handle_abandoned(void *_Nonnull handle, int fails_when_abandoned);
+
+/// Gives up a reference to an object's memory taken by `flow_completion_handle_initialize` (Swift's
+/// `swift_unownedRelease`): frees it if the object was destroyed and this was the last.
+void flow_release_object_memory(void *_Nonnull object);
+
 #endif

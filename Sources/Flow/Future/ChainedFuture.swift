@@ -43,17 +43,21 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     // @unchecked Sendable: `upstream` and the step (in the recipe slot) are written once, before the
     // future is shared; `lockedInner` is guarded by the inherited lock.
     //
-    // Layout: the base future's 72 bytes and the upstream (8): 80 bytes, a 96-byte malloc chunk. The
-    // step, with its scheduler, takes the recipe slot, which a derived future has no other use for,
+    // Layout: the base future's 88 bytes, the upstream in its handle words: a 96-byte malloc chunk.
+    // The step, with its scheduler, takes the recipe slot, which a derived future has no other use for,
     // and a flatMap's inner future the state word's slot, which holds an operation's disposable in a
     // future made from one. With the step in a field of its own this was 120 bytes, a 128-byte
     // chunk (144 while the base future kept its first continuation in a field of its own; 176 with a
     // scheduler field, the step's tag and padding, and a field for the inner future).
-    /// Kept for repetition (a fresh run re-derives from a fresh upstream) and for cancellation;
-    /// optional only so that the deinitialiser can move it out. Typed `AnyObject` so that the
-    /// (unspecialised) deinitialiser handles it without looking up `Future<Input>`'s metadata.
-    @usableFromInline @exclusivity(unchecked) var upstreamStorage: AnyObject?
-    @usableFromInline var upstream: Future<Input> { unsafeDowncast(upstreamStorage!, to: Future<Input>.self) }
+
+    /// The future this one derives from, kept for repetition (a fresh run re-derives from a fresh
+    /// upstream) and for cancellation: retained, in the first of the base future's
+    /// ``Future/handleWords``, which only a future made from an operation uses otherwise. A field of
+    /// its own would make a derived future 88 bytes, a 112-byte malloc chunk instead of 96.
+    @inlinable
+    var upstream: Future<Input> {
+        Unmanaged<Future<Input>>.fromOpaque(UnsafeRawPointer(bitPattern: handleWords.first)!).takeUnretainedValue()
+    }
 
     /// What this future does with its upstream's result, kept in the base future's recipe slot
     /// (``Future/recipeSlot``), which a derived future has no other use for: a step, like a
@@ -93,8 +97,8 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
     @inlinable
     init(upstream: Future<Input>, step: ChainStep<Input, Output>, file: StaticString, line: UInt) {
-        upstreamStorage = upstream
         super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
+        handleWords.first = UInt(bitPattern: Unmanaged.passRetained(upstream).toOpaque())
         assert(MemoryLayout<ChainStep<Input, Output>>.size == MemoryLayout<OperationRecipe<Never>?>.size)
         // Over the `nil` the base initialiser stored, which needs no destroying.
         UnsafeMutableRawPointer(stepAddress).initializeMemory(as: ChainStep<Input, Output>.self, to: step)
@@ -121,9 +125,16 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         }
         // Releasing the last reference to a long chain must not recurse: move it to the thread's
         // release queue. Shared upstreams are simply released.
-        guard isKnownUniquelyReferenced(&upstreamStorage) else { return }
+        // The word read in place as the reference it holds, typed `AnyObject` so that this
+        // unspecialised code does not look up `Future<Input>`'s metadata: a copy would be a second
+        // reference, and the check would always fail.
+        let slot = handleAddress.assumingMemoryBound(to: AnyObject?.self)
+        guard isKnownUniquelyReferenced(&slot.pointee) else {
+            slot.pointee = nil
+            return
+        }
         let context = ThreadContext.current
-        context.pendingReleases.append(upstreamStorage.take()!)
+        context.pendingReleases.append(slot.pointee.take()!)
         context.drainPendingReleases()
     }
 

@@ -1,3 +1,4 @@
+import CFlowSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -105,9 +106,9 @@ extension Future {
             OperationRunner.start(self, recipe, isRepetition: false)
             return
         }
-        let token = CompletionToken(self, failsWhenAbandoned: false)
+        let handle = makeCompletionHandle(failsWhenAbandoned: false)
         do {
-            setDisposable(try call { token.complete(with: $0) })
+            setDisposable(try call { handle.complete(with: $0) })
         } catch {
             complete(with: .failure(error))
         }
@@ -233,14 +234,14 @@ enum OperationRecipe<Value: Sendable>: Sendable {
             let disposable: Disposable
             switch self {
             case .plain(_, let operation):
-                let token = CompletionToken(future, failsWhenAbandoned: false)
-                disposable = try operation { token.complete(with: $0) }
+                let handle = future.makeCompletionHandle(failsWhenAbandoned: false)
+                disposable = try operation { handle.complete(with: $0) }
             case .withMover(_, let operation):
-                let token = CompletionToken(future, failsWhenAbandoned: false)
-                disposable = try operation({ token.complete(with: $0) }, isRepetition ? .repetition : .firstRun)
+                let handle = future.makeCompletionHandle(failsWhenAbandoned: false)
+                disposable = try operation({ handle.complete(with: $0) }, isRepetition ? .repetition : .firstRun)
             case .failingIfAbandoned(_, let operation):
-                let token = CompletionToken(future, failsWhenAbandoned: true)
-                disposable = try operation { token.complete(with: $0) }
+                let handle = future.makeCompletionHandle(failsWhenAbandoned: true)
+                disposable = try operation { handle.complete(with: $0) }
             }
             future.setDisposable(disposable)
         } catch {
@@ -269,69 +270,94 @@ enum OperationRunner {
     }
 }
 
-/// The completion callback's state: completes the future. Released uncalled, it leaves the future
-/// pending (Flow's never-completing future) with a report in debug builds, or, for the library's own
-/// operations (`failsWhenAbandoned`), fails it with ``FutureAbandonedError``.
-///
-/// The first call lets go of the future: an operation often keeps its callback (in a request object
-/// its closure captured), and the future keeps its operation for repetition, so holding on would tie
-/// the two together for good.
-@usableFromInline
-final class CompletionToken<Value: Sendable>: Sendable {
-    /// The future, retained, until the first call takes it (then 0), with bit 0 set when releasing
-    /// the token uncalled fails the future (else it stays pending); an object's address is aligned, so
-    /// bit 0 is free. One atomic word rather than a lock and a reference: the token is one allocation
-    /// per operation, and this makes it 24 bytes, a 32-byte malloc chunk (the flag as a `Bool` field
-    /// made it 25 bytes, a 48-byte chunk), with one atomic operation per completion.
-    @usableFromInline let word: Atomic<UInt>
-
+extension Future {
+    /// Makes the handle that this future's completion callback captures (see ``CompletionHandle``):
+    /// once, when the operation runs.
     @inlinable
-    init(_ future: Future<Value>, failsWhenAbandoned: Bool) {
-        word = Atomic(UInt(bitPattern: Unmanaged.passRetained(future).toOpaque()) | (failsWhenAbandoned ? 1 : 0))
+    final func makeCompletionHandle(failsWhenAbandoned: Bool) -> CompletionHandle<Value> {
+        assert(handleWords.first == 0, "a future's operation ran twice")
+        flow_completion_handle_initialize(handleAddress, failsWhenAbandoned ? 1 : 0)
+        return Unmanaged<CompletionHandle<Value>>.fromOpaque(handleAddress).takeRetainedValue()
     }
 
-    /// Takes the future: the caller owns the reference; nil once taken.
-    @inlinable
-    func takeFuture() -> Future<Value>? {
-        CompletionToken.future(in: word.exchange(0, ordering: .acquiringAndReleasing))
-    }
-
-    /// The future whose retained address `word` holds, taking that reference; nil for 0.
-    @inlinable
-    static func future(in word: UInt) -> Future<Value>? {
-        guard let pointer = UnsafeRawPointer(bitPattern: word & ~1) else { return nil }
-        return Unmanaged<Future<Value>>.fromOpaque(pointer).takeRetainedValue()
-    }
-
-    @inlinable
-    func complete(with result: Result<Value>) {
-        takeFuture()?.complete(with: result)
-    }
-
-    deinit {
-        // Deinitialisers are never specialised: the usual case (the callback was called) must not
-        // touch anything whose layout depends on `Value`, or it pays for runtime metadata lookups.
-        guard word.load(ordering: .acquiring) != 0 else { return }
-        let taken = word.exchange(0, ordering: .acquiringAndReleasing)
-        CompletionToken.abandon(CompletionToken.future(in: taken)!, failing: taken & 1 != 0)
-    }
-
-    static func abandon(_ future: Future<Value>, failing: Bool) {
-        guard !future.isCompleted else { return }
+    /// The operation released its completion callback uncalled: a future the library's operations
+    /// made (`failing`) fails with ``FutureAbandonedError``; any other stays pending for good, as in
+    /// Flow, and becomes a ``Forever`` future, which frees the chain nobody holds any more; debug
+    /// builds report it.
+    final func completionAbandoned(failing: Bool) {
+        guard !isCompleted else { return }
         #if DEBUG
-        let site = future.creationSite
+        let site = creationSite
         #else
         let site = "(creation sites are recorded in debug builds)"
         #endif
         if failing {
-            future.complete(with: .failure(FutureAbandonedError(creationSite: site)))
+            complete(with: .failure(FutureAbandonedError(creationSite: site)))
             return
         }
         #if DEBUG
-        if future.reportsAbandonment { AbandonmentReport.report(creationSite: site) }
+        if reportsAbandonment { AbandonmentReport.report(creationSite: site) }
         #endif
-        future.becomeForever()
+        becomeForever()
     }
+}
+
+/// A future whose completion callback can be released uncalled, seen without its value type: the
+/// runtime tells a handle's release (`flow_completion_handle_abandoned`) in code that does not know
+/// it.
+protocol AbandonableFuture: AnyObject {
+    func completionAbandoned(failing: Bool)
+}
+
+extension Future: AbandonableFuture {}
+
+/// The object a future's completion callback captures, and so the callback's context: the callback
+/// costs no allocation of its own, and this object none either, since its header lives in its
+/// future's ``Future/handleWords`` (Swift's runtime allocates neither; it only counts the references
+/// and, when the last goes, calls the destroy function of the metadata the header names).
+///
+/// Until its first call, the handle keeps its future (a strong reference); the call completes the
+/// future and lets go of it, since an operation often keeps its callback (in a request object its
+/// closure captured) and the future keeps its operation for repetition, so holding on would tie the
+/// two together for good. The handle keeps only the future's memory (Swift's unowned count) until it
+/// is released itself. Released uncalled, it tells the future
+/// (``Future/completionAbandoned(failing:)``). The header's metadata pointer is the state, and a
+/// call claims the handle by exchanging it (`flow_completion_handle_claim`), so that of calls
+/// racing from several threads, exactly one completes the future and releases it.
+///
+/// Never created by Swift: the type only lets the callback's closure call ``complete(with:)`` on
+/// the header's address.
+@usableFromInline
+final class CompletionHandle<Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: no stored state; the header's metadata pointer is exchanged atomically
+    // (`flow_completion_handle_claim`), and the future it completes is thread-safe.
+
+    private init() {
+        preconditionFailure("a completion handle lives in its future's memory")
+    }
+
+    @inlinable
+    func complete(with result: Result<Value>) {
+        let address = Unmanaged.passUnretained(self).toOpaque()
+        // Only the first call gets the future, and with it the handle's strong reference.
+        guard flow_completion_handle_claim(address) != 0 else { return }
+        let future = Unmanaged<Future<Value>>.fromOpaque(address - Int(FLOW_COMPLETION_HANDLE_OFFSET))
+        future.takeUnretainedValue().complete(with: result)
+        future.release()
+    }
+}
+
+/// Swift's runtime released a completion handle that was never called (see ``CompletionHandle``):
+/// its future learns of it, then the handle's references to the future go.
+@_cdecl("flow_completion_handle_abandoned")
+func completionHandleAbandoned(_ handle: UnsafeMutableRawPointer, _ failsWhenAbandoned: Int32) {
+    let address = handle - Int(FLOW_COMPLETION_HANDLE_OFFSET)
+    let future = Unmanaged<AnyObject>.fromOpaque(address)
+    // Only futures make handles: the cast cannot fail.
+    (future.takeUnretainedValue() as! any AbandonableFuture).completionAbandoned(failing: failsWhenAbandoned != 0)
+    // The handle's strong reference, then its reference to the memory, which may free it.
+    future.release()
+    flow_release_object_memory(address)
 }
 
 #if DEBUG

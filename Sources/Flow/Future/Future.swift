@@ -1,3 +1,4 @@
+import CFlowSupport
 import Synchronization
 
 /// A result that may take time to produce: a value, or an error.
@@ -102,6 +103,21 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// user code. Only the holder writes the word while it is locked, so its writes are plain stores.
     @usableFromInline
     let stateWord = Atomic<UInt>(0)
+
+    /// Two words for the object header of the future's completion handle (``CompletionHandle``), if
+    /// it is made from an operation: the object its completion callback captures lives in the
+    /// future's own memory, so that such a future is one allocation (a handle of its own was 24
+    /// bytes, a 32-byte chunk, per operation). A ``ChainedFuture``, which has no operation, keeps its
+    /// upstream in the first word. At ``FLOW_COMPLETION_HANDLE_OFFSET`` from the object's start (the
+    /// order of the fields is their layout; the initialiser checks it in debug builds).
+    @usableFromInline @exclusivity(unchecked)
+    final var handleWords = FutureHandleWords()
+
+    /// The address of ``handleWords``, from the object's, like ``recipeSlotAddress``.
+    @inlinable
+    final var handleAddress: UnsafeMutableRawPointer {
+        Unmanaged.passUnretained(self).toOpaque() + Int(FLOW_COMPLETION_HANDLE_OFFSET)
+    }
 
     /// The address of ``recipeSlot``, from the object's: after the object header and
     /// ``storageWords`` (the order of the fields is their layout; the initialiser checks it in debug
@@ -432,6 +448,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         liveCountScope?.increment()
         #endif
         assert(recipeSlotAddress == withUnsafeMutablePointer(to: &recipeSlot) { UnsafeMutableRawPointer($0) },
+               "a future's fields are not laid out in the order they are declared")
+        assert(handleAddress == withUnsafeMutablePointer(to: &handleWords) { UnsafeMutableRawPointer($0) },
                "a future's fields are not laid out in the order they are declared")
         if let result {
             // Not yet shared: the lock is not needed, and the flags are plain stores.
@@ -967,6 +985,16 @@ struct FutureStorageWords {
     static func holdsInPlace<Value>(_ type: Value.Type) -> Bool {
         MemoryLayout<Value>.size <= 3 * MemoryLayout<UInt>.size && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
     }
+}
+
+/// The two words of a future's ``Future/handleWords``.
+@usableFromInline
+struct FutureHandleWords {
+    @usableFromInline var first: UInt = 0
+    @usableFromInline var second: UInt = 0
+
+    @inlinable
+    init() {}
 }
 
 /// A successful value too large for a future's ``Future/storageWords``, kept out of line.

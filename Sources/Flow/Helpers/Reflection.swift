@@ -70,11 +70,6 @@ extension ListenerHandle: CustomReflectable {
     var customMirror: Mirror { opaqueMirror(of: self) }
 }
 
-extension CompletionToken: CustomReflectable {
-    @usableFromInline
-    var customMirror: Mirror { opaqueMirror(of: self) }
-}
-
 extension QueueEntry: CustomReflectable {
     @usableFromInline
     var customMirror: Mirror { opaqueMirror(of: self) }
