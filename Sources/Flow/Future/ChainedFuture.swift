@@ -96,18 +96,18 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     @inlinable
-    init(upstream: Future<Input>, step: ChainStep<Input, Output>, file: StaticString, line: UInt) {
+    init(upstream: Future<Input>, step: consuming ChainStep<Input, Output>, file: StaticString, line: UInt) {
         super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
         handleWords.first = UInt(bitPattern: Unmanaged.passRetained(upstream).toOpaque())
         assert(MemoryLayout<ChainStep<Input, Output>>.size == MemoryLayout<OperationRecipe<Never>?>.size)
         // Over the `nil` the base initialiser stored, which needs no destroying.
-        UnsafeMutableRawPointer(stepAddress).initializeMemory(as: ChainStep<Input, Output>.self, to: step)
+        stepAddress.initialize(to: step)
     }
 
     /// Derives a future from `upstream` and starts listening to it.
     @inlinable
     static func make(
-        _ upstream: Future<Input>, _ step: ChainStep<Input, Output>, file: StaticString, line: UInt
+        _ upstream: Future<Input>, _ step: consuming ChainStep<Input, Output>, file: StaticString, line: UInt
     ) -> ChainedFuture {
         let future = ChainedFuture(upstream: upstream, step: step, file: file, line: line)
         upstream.addListener(future)

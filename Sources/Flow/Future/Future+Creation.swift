@@ -106,9 +106,9 @@ extension Future {
             OperationRunner.start(self, recipe, isRepetition: false)
             return
         }
-        let handle = makeCompletionHandle(failsWhenAbandoned: false)
+        let callback = makeCompletionCallback(failsWhenAbandoned: false)
         do {
-            setDisposable(try call { handle.complete(with: $0) })
+            setDisposable(try call(callback))
         } catch {
             complete(with: .failure(error))
         }
@@ -234,14 +234,12 @@ enum OperationRecipe<Value: Sendable>: Sendable {
             let disposable: Disposable
             switch self {
             case .plain(_, let operation):
-                let handle = future.makeCompletionHandle(failsWhenAbandoned: false)
-                disposable = try operation { handle.complete(with: $0) }
+                disposable = try operation(future.makeCompletionCallback(failsWhenAbandoned: false))
             case .withMover(_, let operation):
-                let handle = future.makeCompletionHandle(failsWhenAbandoned: false)
-                disposable = try operation({ handle.complete(with: $0) }, isRepetition ? .repetition : .firstRun)
+                disposable = try operation(
+                    future.makeCompletionCallback(failsWhenAbandoned: false), isRepetition ? .repetition : .firstRun)
             case .failingIfAbandoned(_, let operation):
-                let handle = future.makeCompletionHandle(failsWhenAbandoned: true)
-                disposable = try operation { handle.complete(with: $0) }
+                disposable = try operation(future.makeCompletionCallback(failsWhenAbandoned: true))
             }
             future.setDisposable(disposable)
         } catch {
@@ -271,13 +269,15 @@ enum OperationRunner {
 }
 
 extension Future {
-    /// Makes the handle that this future's completion callback captures (see ``CompletionHandle``):
-    /// once, when the operation runs.
+    /// Makes this future's completion callback and the handle it captures (see
+    /// ``CompletionHandle``): once, when the operation runs.
     @inlinable
-    final func makeCompletionHandle(failsWhenAbandoned: Bool) -> CompletionHandle<Value> {
+    final func makeCompletionCallback(failsWhenAbandoned: Bool) -> @Sendable (Result<Value>) -> Void {
         assert(handleWords.first == 0, "a future's operation ran twice")
         flow_completion_handle_initialize(handleAddress, failsWhenAbandoned ? 1 : 0)
-        return Unmanaged<CompletionHandle<Value>>.fromOpaque(handleAddress).takeRetainedValue()
+        // The header's one reference goes to the closure, which is made here so that it takes it over.
+        let handle = Unmanaged<CompletionHandle>.fromOpaque(handleAddress).takeRetainedValue()
+        return { handle.complete(with: $0) }
     }
 
     /// The operation released its completion callback uncalled: a future the library's operations
@@ -326,9 +326,12 @@ extension Future: AbandonableFuture {}
 /// racing from several threads, exactly one completes the future and releases it.
 ///
 /// Never created by Swift: the type only lets the callback's closure call ``complete(with:)`` on
-/// the header's address.
+/// the header's address. Not generic: the runtime reads a generic class's arguments from its
+/// instances' metadata, and the header names metadata of the library's own. A callback made in
+/// unspecialised code so captures `Value`'s metadata too (in a context of its own); specialised
+/// code needs none, and the handle is the callback's whole context.
 @usableFromInline
-final class CompletionHandle<Value: Sendable>: @unchecked Sendable {
+final class CompletionHandle: @unchecked Sendable {
     // @unchecked Sendable: no stored state; the header's metadata pointer is exchanged atomically
     // (`flow_completion_handle_claim`), and the future it completes is thread-safe.
 
@@ -337,12 +340,13 @@ final class CompletionHandle<Value: Sendable>: @unchecked Sendable {
     }
 
     @inlinable
-    func complete(with result: Result<Value>) {
+    func complete<Value: Sendable>(with result: Result<Value>) {
         let address = Unmanaged.passUnretained(self).toOpaque()
         // Only the first call gets the future, and with it the handle's strong reference.
         guard flow_completion_handle_claim(address) != 0 else { return }
         let future = Unmanaged<Future<Value>>.fromOpaque(address - Int(FLOW_COMPLETION_HANDLE_OFFSET))
-        future.takeUnretainedValue().complete(with: result)
+        // The handle's reference keeps the future meanwhile: no reference of the call's own.
+        _ = future._withUnsafeGuaranteedRef { $0.complete(with: result) }
         future.release()
     }
 }

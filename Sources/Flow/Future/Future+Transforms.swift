@@ -9,7 +9,7 @@ extension Future {
     @inlinable
     @discardableResult
     public final func map<Other>(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @Sendable (Value) throws -> Other
     ) -> Future<Other> {
         ChainedFuture.make(self, .map(scheduler, transform), file: file, line: line)

@@ -596,7 +596,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     ///   ``Forever`` future too (see ``listenerOfForeverAdded(_:)``).
     @inlinable
     @discardableResult
-    final func addListener(_ listener: Listener) -> Bool {
+    final func addListener(_ listener: consuming Listener) -> Bool {
         lockState()
         if let completed = lockedResult {
             unlockState()
@@ -615,10 +615,21 @@ public class Future<Value: Sendable>: @unchecked Sendable {
                 lockedHasListenerList = true
             }
         } else {
-            lockedFirstListener = listener
+            lockedInitializeFirstListener(listener)
         }
         unlockState()
         return false
+    }
+
+    /// Stores `listener` as the first continuation of a future that has none, moving it in: the
+    /// ``lockedFirstListener`` setter's copy retains and releases its object. Under the lock.
+    @inlinable
+    final func lockedInitializeFirstListener(_ listener: consuming Listener) {
+        assert(lockedState & (FutureStateBits.hasFirstListener | FutureStateBits.isCompleted | FutureStateBits.isForever) == 0,
+               "a continuation was stored over another, a future's result or its count")
+        (Unmanaged.passUnretained(self).toOpaque() + 2 * MemoryLayout<UInt>.size)
+            .initializeMemory(as: Listener.self, to: listener)
+        lockedSetFlag(FutureStateBits.hasFirstListener, true)
     }
 
     /// `listener` was just added to a ``Forever`` future, which does not hold it. If it completes only

@@ -1,0 +1,113 @@
+import Dispatch
+import Flow
+import FlowTestSupport
+import Testing
+
+/// The completion callback of `Future { completion in ... }` captures a handle that lives in the
+/// future's own memory: it keeps the future until its first call, then only the memory, until the
+/// callback itself is released. These tests hold the callback past the future's life, call it from
+/// several threads at once, and release it uncalled on another thread; AddressSanitizer and
+/// LeakSanitizer (in CI) check that the memory is neither used after it is freed nor kept.
+@Suite("Completion handles", .checksLiveFutures)
+struct CompletionHandleTests {
+    /// A callback kept by the operation's closure: the future keeps the closure (for repetition),
+    /// and the closure the callback.
+    final class KeptCallback: @unchecked Sendable {
+        // @unchecked Sendable: written inside the operation and read by the test on the same thread.
+        var callback: (@Sendable (Result<Int>) -> Void)?
+    }
+
+    @Test("an operation that keeps its callback after calling it lets its future go, and later calls do nothing")
+    func keptCallbackLetsTheFutureGo() {
+        let count = LiveFutureCount()
+        let kept = KeptCallback()
+        let values = Shared<[Int]>([])
+        count.track {
+            let future = Future<Int>(on: .none) { completion in
+                kept.callback = completion
+                completion(.success(1))
+                return NilDisposer()
+            }
+            future.onValue(on: .none) { value in values.mutate { $0.append(value) } }
+            #expect(future.result?.value == 1)
+        }
+        // The future is gone though its operation's closure kept the callback, which the future's
+        // recipe held: the handle let go of the future at the first call.
+        #expect(count.value == 0)
+        kept.callback?(.success(2))
+        kept.callback?(.failure(TestError()))
+        #expect(values.value == [1])
+        kept.callback = nil
+    }
+
+    @Test("a callback called later, with a chain on its future, completes the chain once and frees it")
+    func keptCallbackCalledLater() {
+        let count = LiveFutureCount()
+        let kept = KeptCallback()
+        let values = Shared<[Int]>([])
+        count.track {
+            _ = Future<Int>(on: .none) { completion in
+                kept.callback = completion
+                return NilDisposer()
+            }
+            .map(on: .none) { $0 * 10 }
+            .onValue(on: .none) { value in values.mutate { $0.append(value) } }
+        }
+        // Nobody holds the chain but the callback.
+        #expect(count.value == 3)
+        kept.callback?(.success(4))
+        #expect(values.value == [40])
+        #expect(count.value == 0)
+        kept.callback?(.success(5))
+        #expect(values.value == [40])
+        kept.callback = nil
+    }
+
+    @Test("calls racing from several threads complete the future once, with one of their results")
+    func racingCalls() {
+        for _ in 0..<200 {
+            let kept = KeptCallback()
+            let told = Shared<[Int]>([])
+            let future = Future<Int>(on: .none) { completion in
+                kept.callback = completion
+                return NilDisposer()
+            }
+            future.onValue(on: .none) { value in told.mutate { $0.append(value) } }
+            let callback = kept.callback!
+            kept.callback = nil
+            DispatchQueue.concurrentPerform(iterations: 8) { index in callback(.success(index)) }
+            #expect(told.value.count == 1)
+            #expect(future.result?.value == told.value.first)
+        }
+    }
+
+    @Test("a callback released uncalled on another thread, after its chain was dropped, frees the chain")
+    func releasedUncalledElsewhere() {
+        let count = LiveFutureCount()
+        let kept = KeptCallback()
+        let told = Shared(0)
+        // The report is made on the releasing thread, where the future was created in this file.
+        expectDebugDiagnostic(
+            containing: "released its completion callback without calling it",
+            where: { $0.metadata["creationSite"]?.contains("CompletionHandleTests.swift") == true }
+        ) {
+            count.track {
+                _ = Future<Int>(on: .none) { completion in
+                    kept.callback = completion
+                    return NilDisposer()
+                }
+                .map(on: .none) { $0 + 1 }
+                .onValue(on: .none) { _ in told.mutate { $0 += 1 } }
+            }
+            #expect(count.value == 3)
+            let released = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                kept.callback = nil
+                released.signal()
+            }
+            released.wait()
+        }
+        #expect(count.value == 0)
+        #expect(told.value == 0)
+    }
+}
