@@ -132,9 +132,32 @@ const void *const flow_completion_handle_states[3] = {
     &handle_metadata[0].kind, &handle_metadata[1].kind, &handle_metadata[2].kind,
 };
 
+// The inline reference counts of a Swift object on a 64-bit platform (the runtime's RefCount.h):
+// bit 0 "pure Swift deallocation", bits 1-31 the unowned count, bit 32 "deinitialising", bits 33-62
+// the strong count beyond the first, bit 63 "the counts are in a side table" (then the word points
+// there). All 32 low bits set mark an immortal object.
+#define FLOW_UNOWNED_ONE ((uint64_t)1 << 1)
+#define FLOW_STRONG_ONE ((uint64_t)1 << 33)
+#define FLOW_COUNTS_IN_SIDE_TABLE ((uint64_t)1 << 63)
+#define FLOW_STRONG_EXTRA_LIMIT (((uint64_t)1 << 29))
+#define FLOW_UNOWNED_LIMIT (((uint64_t)1 << 30))
+
 void flow_completion_handle_initialize(void *handle, int fails_when_abandoned) {
     _swift_instantiateInertHeapObject(handle, flow_completion_handle_states[fails_when_abandoned ? 2 : 1]);
     void *future = (char *)handle - FLOW_COMPLETION_HANDLE_OFFSET;
+    // A strong reference and one on the memory, in one atomic step where the counts are inline and
+    // far from their limits, as they are for a future that is being started; anything else goes
+    // through the runtime, which knows every case.
+    uint64_t *counts = (uint64_t *)((char *)future + sizeof(void *));
+    uint64_t bits = __atomic_load_n(counts, __ATOMIC_RELAXED);
+    while ((bits & FLOW_COUNTS_IN_SIDE_TABLE) == 0 && (uint32_t)bits != UINT32_MAX
+           && (bits >> 33 & 0x3FFFFFFF) < FLOW_STRONG_EXTRA_LIMIT && (bits >> 1 & 0x7FFFFFFF) < FLOW_UNOWNED_LIMIT
+           && (bits & ((uint64_t)1 << 32)) == 0) {
+        if (__atomic_compare_exchange_n(counts, &bits, bits + FLOW_STRONG_ONE + FLOW_UNOWNED_ONE, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            return;
+        }
+    }
     swift_retain(future);
     swift_unownedRetain(future);
 }

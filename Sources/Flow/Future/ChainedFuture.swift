@@ -23,6 +23,19 @@ enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
     /// Runs with the error on an error, and with nil when this future is cancelled.
     case onErrorOrCancel(Scheduler, @Sendable (Error?) -> Void)
 
+    /// Whether the step's scheduler is the current one (``Scheduler/isImmediate(in:)``), asked of
+    /// the step where it is.
+    @inlinable
+    static func schedulerIsImmediate(of step: UnsafeMutablePointer<ChainStep>, in context: ThreadContext) -> Bool {
+        switch step.pointee {
+        case .map(let scheduler, _), .mapResult(let scheduler, _), .flatMap(let scheduler, _),
+             .flatMapResult(let scheduler, _), .mapError(let scheduler, _), .flatMapError(let scheduler, _),
+             .onValue(let scheduler, _), .onError(let scheduler, _), .onResult(let scheduler, _),
+             .onCancel(let scheduler, _), .onErrorOrCancel(let scheduler, _):
+            return scheduler.isImmediate(in: context)
+        }
+    }
+
     /// The scheduler the step runs on.
     @inlinable
     var scheduler: Scheduler {
@@ -53,7 +66,8 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     /// The future this one derives from, kept for repetition (a fresh run re-derives from a fresh
     /// upstream) and for cancellation: retained, in the first of the base future's
     /// ``Future/handleWords``, which only a future made from an operation uses otherwise. A field of
-    /// its own would make a derived future 88 bytes, a 112-byte malloc chunk instead of 96.
+    /// its own would make a derived future 88 bytes, a 112-byte malloc chunk instead of 96. The
+    /// second word holds the ``Scheduler/identity`` of the step's scheduler.
     @inlinable
     var upstream: Future<Input> {
         Unmanaged<Future<Input>>.fromOpaque(UnsafeRawPointer(bitPattern: handleWords.first)!).takeUnretainedValue()
@@ -67,6 +81,12 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     @inlinable
     var stepAddress: UnsafeMutablePointer<ChainStep<Input, Output>> {
         recipeSlotAddress.assumingMemoryBound(to: ChainStep<Input, Output>.self)
+    }
+
+    /// Whether the step's scheduler is the current one, read in place.
+    @inlinable
+    func stepSchedulerIsImmediate(in context: ThreadContext) -> Bool {
+        ChainStep.schedulerIsImmediate(of: stepAddress, in: context)
     }
 
     /// The step, copied.
@@ -96,20 +116,28 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     @inlinable
-    init(upstream: Future<Input>, step: consuming ChainStep<Input, Output>, file: StaticString, line: UInt) {
+    init(
+        upstream: Future<Input>, schedulerIdentity: ObjectIdentifier, step: consuming ChainStep<Input, Output>,
+        file: StaticString, line: UInt
+    ) {
         super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
         handleWords.first = UInt(bitPattern: Unmanaged.passRetained(upstream).toOpaque())
+        handleWords.second = UInt(bitPattern: schedulerIdentity)
         assert(MemoryLayout<ChainStep<Input, Output>>.size == MemoryLayout<OperationRecipe<Never>?>.size)
         // Over the `nil` the base initialiser stored, which needs no destroying.
         stepAddress.initialize(to: step)
     }
 
-    /// Derives a future from `upstream` and starts listening to it.
+    /// Derives a future from `upstream` and starts listening to it. `schedulerIdentity` is the
+    /// ``Scheduler/identity`` of the step's scheduler, read by the caller before it moved the
+    /// scheduler into the step.
     @inlinable
     static func make(
-        _ upstream: Future<Input>, _ step: consuming ChainStep<Input, Output>, file: StaticString, line: UInt
+        _ upstream: Future<Input>, _ schedulerIdentity: ObjectIdentifier, _ step: consuming ChainStep<Input, Output>,
+        file: StaticString, line: UInt
     ) -> ChainedFuture {
-        let future = ChainedFuture(upstream: upstream, step: step, file: file, line: line)
+        let future = ChainedFuture(
+            upstream: upstream, schedulerIdentity: schedulerIdentity, step: step, file: file, line: line)
         upstream.addListener(future)
         return future
     }
@@ -140,8 +168,12 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
     @inlinable
     func futureDidComplete(_ result: Result<Input>) {
-        let scheduler = self.scheduler
-        if scheduler.isImmediate(in: ThreadContext.current) {
+        // The usual case, the step's scheduler running this thread's work, is told by the identity
+        // kept beside the upstream: reading the scheduler out of the step retains and releases it.
+        let context = ThreadContext.current
+        if context.currentSchedulerHasIdentity(handleWords.second) {
+            run(result)
+        } else if stepSchedulerIsImmediate(in: context) {
             run(result)
         } else {
             scheduler.enqueue { [self] in run(result) }
@@ -272,7 +304,9 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     }
 
     override func makeFresh() -> Future<Output> {
-        ChainedFuture.make(upstream.makeFresh(), step, file: "(repetition)", line: 0)
+        ChainedFuture.make(
+            upstream.makeFresh(), unsafeBitCast(handleWords.second, to: ObjectIdentifier.self), step,
+            file: "(repetition)", line: 0)
     }
 }
 

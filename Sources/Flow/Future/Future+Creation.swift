@@ -37,9 +37,10 @@ extension Future {
         onResult operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
     ) {
         self.init(initialResult: nil, file: file, line: line)
-        let recipe = OperationRecipe.plain(scheduler, operation)
-        storeRecipe(recipe)
-        startFirstRun(recipe) { completion in try operation(completion) }
+        let context = ThreadContext.current
+        let isImmediate = scheduler.isImmediate(in: context)
+        storeRecipe(.plain(consume scheduler, operation))
+        startFirstRun(isImmediate: isImmediate, in: context) { completion in try operation(completion) }
     }
 
     /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
@@ -69,9 +70,10 @@ extension Future {
         operationWithMover operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
     ) {
         self.init(initialResult: nil, file: file, line: line)
-        let recipe = OperationRecipe.withMover(scheduler, operation)
-        storeRecipe(recipe)
-        startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
+        let context = ThreadContext.current
+        let isImmediate = scheduler.isImmediate(in: context)
+        storeRecipe(.withMover(consume scheduler, operation))
+        startFirstRun(isImmediate: isImmediate, in: context) { completion in try operation(completion, .firstRun) }
     }
 
     /// A future like ``init(on:file:line:operationWithMover:)`` for the library's operations that
@@ -84,26 +86,28 @@ extension Future {
         operationWithMover operation: @escaping @Sendable (@escaping @Sendable (Result<Value>) -> Void, Mover) throws -> Disposable
     ) {
         self.init(initialResult: nil, file: file, line: line)
-        let recipe = OperationRecipe.withMover(scheduler, operation)
-        storeRecipe(recipe)
+        let context = ThreadContext.current
+        let isImmediate = scheduler.isImmediate(in: context)
+        storeRecipe(.withMover(consume scheduler, operation))
         #if DEBUG
         reportsAbandonment = false
         #endif
-        startFirstRun(recipe) { completion in try operation(completion, .firstRun) }
+        startFirstRun(isImmediate: isImmediate, in: context) { completion in try operation(completion, .firstRun) }
     }
 
-    /// Runs a new future's operation the first time: at once when its scheduler is the current one,
-    /// else on it. `call` calls the operation directly, as the initialiser received it, rather than
-    /// through the recipe's stored copy: in code specialised at the caller, that skips the recipe's
-    /// switch and its generic closure representation (about 140 instructions per future).
+    /// Runs a new future's operation, whose recipe is stored, the first time: at once when its
+    /// scheduler is the current one (`isImmediate`, asked before the initialiser moved the scheduler
+    /// into the recipe: reading it back would retain and release it), else on it. `call` calls the
+    /// operation directly, as the initialiser received it, rather than through the recipe's stored
+    /// copy: in code specialised at the caller, that skips the recipe's switch and its generic
+    /// closure representation (about 140 instructions per future).
     @inlinable
     final func startFirstRun(
-        _ recipe: OperationRecipe<Value>,
+        isImmediate: Bool, in context: ThreadContext,
         _ call: (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
     ) {
-        let context = ThreadContext.current
-        guard recipe.scheduler.isImmediate(in: context), context.enterImmediateFrame() else {
-            OperationRunner.start(self, recipe, isRepetition: false)
+        guard isImmediate, context.enterImmediateFrame() else {
+            OperationRunner.start(self, recipeStorage!, isRepetition: false)
             return
         }
         let callback = makeCompletionCallback(failsWhenAbandoned: false)

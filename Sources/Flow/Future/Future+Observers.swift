@@ -16,10 +16,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func onResult(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ callback: @escaping @Sendable (Result<Value>) throws -> Void
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: consuming @escaping @Sendable (Result<Value>) throws -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onResult(scheduler, callback), file: file, line: line)
+        ChainedFuture<Value, Value>.make(
+            self, scheduler.identity, .onResult(consume scheduler, consume callback), file: file, line: line)
     }
 
     /// Runs `callback` with the value if the future succeeds, on `scheduler`.
@@ -29,10 +30,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func onValue(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ callback: @escaping @Sendable (Value) throws -> Void
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: consuming @escaping @Sendable (Value) throws -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onValue(scheduler, callback), file: file, line: line)
+        ChainedFuture<Value, Value>.make(
+            self, scheduler.identity, .onValue(consume scheduler, consume callback), file: file, line: line)
     }
 
     /// Runs `callback` with the error if the future fails (cancellation included), on `scheduler`.
@@ -42,10 +44,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func onError(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ callback: @escaping @Sendable (Error) throws -> Void
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: consuming @escaping @Sendable (Error) throws -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onError(scheduler, callback), file: file, line: line)
+        ChainedFuture<Value, Value>.make(
+            self, scheduler.identity, .onError(consume scheduler, consume callback), file: file, line: line)
     }
 
     /// Runs `callback` if the returned future is cancelled (directly, or because what follows it was),
@@ -62,10 +65,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func onCancel(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ callback: @escaping @Sendable () -> Void
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: consuming @escaping @Sendable () -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onCancel(scheduler, callback), file: file, line: line)
+        ChainedFuture<Value, Value>.make(
+            self, scheduler.identity, .onCancel(consume scheduler, consume callback), file: file, line: line)
     }
 
     /// Runs `callback` with the error if the future fails, or with nil if the returned future is
@@ -78,10 +82,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func onErrorOrCancel(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ callback: @escaping @Sendable (Error?) -> Void
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: consuming @escaping @Sendable (Error?) -> Void
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .onErrorOrCancel(scheduler, callback), file: file, line: line)
+        ChainedFuture<Value, Value>.make(
+            self, scheduler.identity, .onErrorOrCancel(consume scheduler, consume callback), file: file, line: line)
     }
 
     /// Runs `callback` once the future completes in any way: with a value, with an error, or by the

@@ -10,9 +10,9 @@ extension Future {
     @discardableResult
     public final func map<Other>(
         on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ transform: @escaping @Sendable (Value) throws -> Other
+        _ transform: consuming @escaping @Sendable (Value) throws -> Other
     ) -> Future<Other> {
-        ChainedFuture.make(self, .map(scheduler, transform), file: file, line: line)
+        ChainedFuture.make(self, scheduler.identity, .map(consume scheduler, consume transform), file: file, line: line)
     }
 
     /// A future with `transform` applied to this future's result, success or failure.
@@ -20,10 +20,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func mapResult<Other>(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ transform: @escaping @Sendable (Result<Value>) throws -> Other
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: consuming @escaping @Sendable (Result<Value>) throws -> Other
     ) -> Future<Other> {
-        ChainedFuture.make(self, .mapResult(scheduler, transform), file: file, line: line)
+        ChainedFuture.make(
+            self, scheduler.identity, .mapResult(consume scheduler, consume transform), file: file, line: line)
     }
 
     /// A future that completes like the future `transform` returns for this future's value: chains two
@@ -36,10 +37,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func flatMap<Other>(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ transform: @escaping @Sendable (Value) throws -> Future<Other>
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: consuming @escaping @Sendable (Value) throws -> Future<Other>
     ) -> Future<Other> {
-        ChainedFuture.make(self, .flatMap(scheduler, transform), file: file, line: line)
+        ChainedFuture.make(
+            self, scheduler.identity, .flatMap(consume scheduler, consume transform), file: file, line: line)
     }
 
     /// A future that completes like the future `transform` returns for this future's result.
@@ -47,10 +49,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func flatMapResult<Other>(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ transform: @escaping @Sendable (Result<Value>) throws -> Future<Other>
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: consuming @escaping @Sendable (Result<Value>) throws -> Future<Other>
     ) -> Future<Other> {
-        ChainedFuture.make(self, .flatMapResult(scheduler, transform), file: file, line: line)
+        ChainedFuture.make(
+            self, scheduler.identity, .flatMapResult(consume scheduler, consume transform), file: file, line: line)
     }
 
     /// A future that recovers from this future's error with the value `transform` returns (or fails
@@ -63,10 +66,11 @@ extension Future {
     @inlinable
     @discardableResult
     public final func mapError(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ transform: @escaping @Sendable (Error) throws -> Value
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: consuming @escaping @Sendable (Error) throws -> Value
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .mapError(scheduler, transform), file: file, line: line)
+        ChainedFuture<Value, Value>.make(
+            self, scheduler.identity, .mapError(consume scheduler, consume transform), file: file, line: line)
     }
 
     /// A future that recovers from this future's error with the future `transform` returns. A value
@@ -75,17 +79,18 @@ extension Future {
     @inlinable
     @discardableResult
     public final func flatMapError(
-        on scheduler: Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
-        _ transform: @escaping @Sendable (Error) throws -> Future<Value>
+        on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: consuming @escaping @Sendable (Error) throws -> Future<Value>
     ) -> Future<Value> {
-        ChainedFuture<Value, Value>.make(self, .flatMapError(scheduler, transform), file: file, line: line)
+        ChainedFuture<Value, Value>.make(
+            self, scheduler.identity, .flatMapError(consume scheduler, consume transform), file: file, line: line)
     }
 
     /// A future of `()` that completes when this one does, with its error if any.
     @inlinable
     @discardableResult
     public final func toVoid() -> Future<Void> {
-        ChainedFuture.make(self, .map(.none) { _ in () }, file: #fileID, line: #line)
+        ChainedFuture.make(self, Scheduler.none.identity, .map(.none) { _ in () }, file: #fileID, line: #line)
     }
 
     /// A future that completes like this one, but whose cancellation does not reach this one: cancelling

@@ -138,10 +138,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// Stores the recipe of a new future's operation, before the future is shared. Written through
     /// the slot's address with its type: a cast of the value would copy it.
     @inlinable
-    final func storeRecipe(_ recipe: OperationRecipe<Value>) {
-        withUnsafeMutablePointer(to: &recipeSlot) {
-            UnsafeMutableRawPointer($0).assumingMemoryBound(to: OperationRecipe<Value>?.self).initialize(to: recipe)
-        }
+    final func storeRecipe(_ recipe: consuming OperationRecipe<Value>) {
+        recipeSlotAddress.assumingMemoryBound(to: OperationRecipe<Value>?.self).initialize(to: recipe)
     }
 
     // MARK: The lock

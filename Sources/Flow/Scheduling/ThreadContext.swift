@@ -59,6 +59,14 @@ struct ThreadContext {
         nonmutating set { state.pointee.currentScheduler = newValue }
     }
 
+    /// Whether the scheduler running this thread's work has the ``Scheduler/identity`` given as its
+    /// bits: read in place, without retaining the scheduler as a copy of ``currentScheduler`` does.
+    @inlinable
+    func currentSchedulerHasIdentity(_ identityBits: UInt) -> Bool {
+        guard let identity = state.pointee.currentScheduler?.identity else { return false }
+        return UInt(bitPattern: identity) == identityBits
+    }
+
     /// The event loop running on this thread right now, if any, by identity. (The loop is kept alive
     /// by whoever runs it.)
     @inlinable
