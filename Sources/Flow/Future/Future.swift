@@ -61,13 +61,16 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     //
     // The order is the layout, and every future pays for these bytes (release build, measured with
     // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the storage (24), the recipe
-    // (24) and the state word (8), which holds the lock, the flags and the slot object: 72 bytes, an
-    // 80-byte malloc chunk, and 80 bytes (a 96-byte chunk) for a derived future, which adds its
-    // upstream. Before, the state had a word of its own next to the lock's and the storage was an
-    // `Any` of four words (80 bytes, a 96-byte chunk); before that the operation's disposable had a
-    // field (88 bytes), the first continuation too (104 bytes, a 112-byte chunk), and before that a
-    // future took 120 bytes (a 128-byte chunk): the flags had bytes of their own, the recipe an enum
-    // tag and its padding, and the other continuations an array field that most futures leave empty.
+    // (24), the state word (8), which holds the lock, the flags and the slot object, and the
+    // completion handle's header (16), which a derived future uses for its upstream: 88 bytes, a
+    // 96-byte malloc chunk, for either kind. Before the handle moved in, a future was 72 bytes (an
+    // 80-byte chunk) with a handle of its own (a 32-byte chunk), and a derived future 80 bytes (a
+    // 96-byte chunk) with its upstream in a field. Before that, the state had a word of its own next
+    // to the lock's and the storage was an `Any` of four words (80 bytes, a 96-byte chunk); before
+    // that the operation's disposable had a field (88 bytes), the first continuation too (104 bytes,
+    // a 112-byte chunk), and before that a future took 120 bytes (a 128-byte chunk): the flags had
+    // bytes of their own, the recipe an enum tag and its padding, and the other continuations an
+    // array field that most futures leave empty.
 
     /// Three words that hold, by the flags (``FutureStateBits``): the first continuation while pending
     /// (``lockedFirstListener``); a ``Forever`` future's continuation count; the result once
