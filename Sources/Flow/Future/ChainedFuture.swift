@@ -56,10 +56,10 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     // @unchecked Sendable: `upstream` and the step (in the recipe slot) are written once, before the
     // future is shared; `lockedInner` is guarded by the inherited lock.
     //
-    // Layout: the base future's 88 bytes, the upstream in its handle words: a 96-byte malloc chunk.
-    // The step, with its scheduler, takes the recipe slot, which a derived future has no other use for,
-    // and a flatMap's inner future the state word's slot, which holds an operation's disposable in a
-    // future made from one. With the step in a field of its own this was 120 bytes, a 128-byte
+    // Layout: the base future's 88 bytes, the upstream and the step scheduler's identity in its
+    // handle words: a 96-byte malloc chunk. The step, with its scheduler, takes the recipe slot, which
+    // a derived future has no other use for, and a flatMap's inner future the state word's slot,
+    // which holds an operation's disposable in a future made from one. With the step in a field of its own this was 120 bytes, a 128-byte
     // chunk (144 while the base future kept its first continuation in a field of its own; 176 with a
     // scheduler field, the step's tag and padding, and a field for the inner future).
 

@@ -12,7 +12,8 @@ extension Future {
         on scheduler: consuming Scheduler = .current, file: StaticString = #fileID, line: UInt = #line,
         _ transform: consuming @escaping @Sendable (Value) throws -> Other
     ) -> Future<Other> {
-        ChainedFuture.make(self, scheduler.identity, .map(consume scheduler, consume transform), file: file, line: line)
+        ChainedFuture.make(
+            self, scheduler.identity, .map(consume scheduler, consume transform), file: file, line: line)
     }
 
     /// A future with `transform` applied to this future's result, success or failure.

@@ -109,10 +109,11 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 
     /// Two words for the object header of the future's completion handle (``CompletionHandle``), if
     /// it is made from an operation: the object its completion callback captures lives in the
-    /// future's own memory, so that such a future is one allocation (a handle of its own was 24
+    /// future's own memory, so that such a future is one allocation (a token of its own was 24
     /// bytes, a 32-byte chunk, per operation). A ``ChainedFuture``, which has no operation, keeps its
-    /// upstream in the first word. At ``FLOW_COMPLETION_HANDLE_OFFSET`` from the object's start (the
-    /// order of the fields is their layout; the initialiser checks it in debug builds).
+    /// upstream in the first word and its step scheduler's identity in the second. At
+    /// ``FLOW_COMPLETION_HANDLE_OFFSET`` from the object's start (the order of the fields is their
+    /// layout; the initialiser checks it in debug builds).
     @usableFromInline @exclusivity(unchecked)
     final var handleWords = FutureHandleWords()
 
