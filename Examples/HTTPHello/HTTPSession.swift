@@ -35,7 +35,8 @@ enum Responses {
 /// within ``HTTPSessionSettings/requestTimeout``; between requests, and while the client does not read
 /// its answers, the connection may idle for ``HTTPSessionSettings/idleTimeout``. One loop timer per
 /// connection enforces them: reading a chunk only moves the deadline, and the timer, when it fires
-/// early, is armed again for the new deadline.
+/// early, is armed again for the new deadline. A deadline that moves earlier (a request beginning
+/// while the connection waits out its idle timeout) re-arms the timer at once.
 final class HTTPSession {
     private let connection: TCPConnection
     private let settings: HTTPSessionSettings
@@ -46,6 +47,8 @@ final class HTTPSession {
     /// When the connection is closed, in ``EventLoop/uptimeNanoseconds``, unless something moves it.
     private var deadline: UInt64 = 0
     private var deadlineTimer: Disposable?
+    /// When the armed ``deadlineTimer`` fires.
+    private var timerFiresAt: UInt64 = 0
     /// When a request last completed, or the connection opened: the registry closes the session with
     /// the oldest first when its loop is full.
     private(set) var lastProgress: UInt64 = 0
@@ -127,12 +130,19 @@ final class HTTPSession {
 
     private func moveDeadline(by seconds: Double) {
         deadline = EventLoop.uptimeNanoseconds + UInt64(seconds * 1e9)
+        if let timer = deadlineTimer, deadline < timerFiresAt {
+            // The deadline moved earlier: a request began on a connection waiting out its idle
+            // timeout, and the timer armed for that would give the request until then.
+            timer.dispose()
+            deadlineTimer = nil
+        }
         if deadlineTimer == nil { armDeadlineTimer() }
     }
 
     private func armDeadlineTimer() {
         // The timer fires on the connection's loop, where this session lives.
         let session = LoopBound(self, loop: connection.loop)
+        timerFiresAt = deadline
         deadlineTimer = connection.loop.execute(atUptimeNanoseconds: deadline) { session.value.deadlineReached() }
     }
 

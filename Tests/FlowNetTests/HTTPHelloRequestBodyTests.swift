@@ -22,6 +22,28 @@ struct HTTPHelloRequestBodyTests {
         #expect(statusLines(in: received) == ["HTTP/1.1 200 OK", "HTTP/1.1 408 Request Timeout"], "received: \(received)")
     }
 
+    @Test("a request that begins while the connection idles gets the request timeout, not what is left of the idle one")
+    func requestOnIdleConnectionGetsTheRequestTimeout() throws {
+        // An idle timeout longer than the client's hang guard: a 408 that waited for it would not
+        // arrive in time.
+        let server = try ExampleProcess(
+            "HTTPHello", arguments: ["--port", "0", "--request-timeout", "0.3", "--idle-timeout", "120"])
+        defer { server.stop() }
+        let line = try #require(server.readLine())
+        let port = try #require(listeningPort(in: line, after: "HTTPHello listening on 127.0.0.1:"), "printed: \(line)")
+        let client = try LoopbackClient(port: port)
+        client.send("GET / HTTP/1.1\r\n\r\n")
+        let first = client.receive(until: { $0.hasSuffix("Hello, World!") })
+        #expect(statusLines(in: first) == ["HTTP/1.1 200 OK"], "received: \(first)")
+        // The server's timer, armed for the first request's deadline when the connection opened,
+        // fires now and is armed again for the idle deadline, two minutes out. The server's clock is
+        // its own: there is no signal to wait for, so this waits past that first deadline.
+        Thread.sleep(forTimeInterval: 0.6)
+        client.send("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+        let second = client.receiveToEnd()
+        #expect(statusLines(in: second) == ["HTTP/1.1 408 Request Timeout"], "received: \(second)")
+    }
+
     @Test("pipelined requests whose bodies trickle in are answered once each, in order, once each body is in")
     func trickledBodiesAreAnsweredInOrder() throws {
         let server = try ExampleProcess("HTTPHello", arguments: ["--port", "0", "--request-timeout", "5"])
