@@ -111,7 +111,7 @@ struct flow_handle_metadata {
 #define FLOW_HEAP_LOCAL_VARIABLE_KIND 0x400
 
 __attribute__((swiftcall)) static void destroy_called_handle(__attribute__((swift_context)) void *handle) {
-    swift_unownedRelease((char *)handle - FLOW_COMPLETION_HANDLE_OFFSET);
+    flow_release_object_memory((char *)handle - FLOW_COMPLETION_HANDLE_OFFSET);
 }
 
 __attribute__((swiftcall)) static void destroy_pending_handle(__attribute__((swift_context)) void *handle) {

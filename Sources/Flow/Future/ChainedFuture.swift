@@ -23,19 +23,6 @@ enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
     /// Runs with the error on an error, and with nil when this future is cancelled.
     case onErrorOrCancel(Scheduler, @Sendable (Error?) -> Void)
 
-    /// Whether the step's scheduler is the current one (``Scheduler/isImmediate(in:)``), asked of
-    /// the step where it is.
-    @inlinable
-    static func schedulerIsImmediate(of step: UnsafeMutablePointer<ChainStep>, in context: ThreadContext) -> Bool {
-        switch step.pointee {
-        case .map(let scheduler, _), .mapResult(let scheduler, _), .flatMap(let scheduler, _),
-             .flatMapResult(let scheduler, _), .mapError(let scheduler, _), .flatMapError(let scheduler, _),
-             .onValue(let scheduler, _), .onError(let scheduler, _), .onResult(let scheduler, _),
-             .onCancel(let scheduler, _), .onErrorOrCancel(let scheduler, _):
-            return scheduler.isImmediate(in: context)
-        }
-    }
-
     /// The scheduler the step runs on.
     @inlinable
     var scheduler: Scheduler {
@@ -81,12 +68,6 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     @inlinable
     var stepAddress: UnsafeMutablePointer<ChainStep<Input, Output>> {
         recipeSlotAddress.assumingMemoryBound(to: ChainStep<Input, Output>.self)
-    }
-
-    /// Whether the step's scheduler is the current one, read in place.
-    @inlinable
-    func stepSchedulerIsImmediate(in context: ThreadContext) -> Bool {
-        ChainStep.schedulerIsImmediate(of: stepAddress, in: context)
     }
 
     /// The step, copied.
@@ -171,9 +152,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         // The usual case, the step's scheduler running this thread's work, is told by the identity
         // kept beside the upstream: reading the scheduler out of the step retains and releases it.
         let context = ThreadContext.current
-        if context.currentSchedulerHasIdentity(handleWords.second) {
-            run(result)
-        } else if stepSchedulerIsImmediate(in: context) {
+        if context.currentSchedulerHasIdentity(handleWords.second) || scheduler.isImmediate(in: context) {
             run(result)
         } else {
             scheduler.enqueue { [self] in run(result) }
