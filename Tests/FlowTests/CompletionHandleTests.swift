@@ -15,6 +15,20 @@ struct CompletionHandleTests {
     final class KeptCallback: @unchecked Sendable {
         // @unchecked Sendable: written inside the operation and read by the test on the same thread.
         var callback: (@Sendable (Result<Int>) -> Void)?
+
+        /// A pending future whose operation keeps its callback here, running at once.
+        func future() -> Future<Int> {
+            Future<Int>(on: .none) { completion in
+                self.callback = completion
+                return NilDisposer()
+            }
+        }
+
+        /// Takes the callback out.
+        func take() -> @Sendable (Result<Int>) -> Void {
+            defer { callback = nil }
+            return callback!
+        }
     }
 
     @Test("an operation that keeps its callback after calling it lets its future go, and later calls do nothing")
@@ -46,12 +60,9 @@ struct CompletionHandleTests {
         let kept = KeptCallback()
         let values = Shared<[Int]>([])
         count.track {
-            _ = Future<Int>(on: .none) { completion in
-                kept.callback = completion
-                return NilDisposer()
-            }
-            .map(on: .none) { $0 * 10 }
-            .onValue(on: .none) { value in values.mutate { $0.append(value) } }
+            _ = kept.future()
+                .map(on: .none) { $0 * 10 }
+                .onValue(on: .none) { value in values.mutate { $0.append(value) } }
         }
         // Nobody holds the chain but the callback.
         #expect(count.value == 3)
@@ -68,17 +79,25 @@ struct CompletionHandleTests {
         for _ in 0..<200 {
             let kept = KeptCallback()
             let told = Shared<[Int]>([])
-            let future = Future<Int>(on: .none) { completion in
-                kept.callback = completion
-                return NilDisposer()
-            }
+            let future = kept.future()
             future.onValue(on: .none) { value in told.mutate { $0.append(value) } }
-            let callback = kept.callback!
-            kept.callback = nil
+            let callback = kept.take()
             DispatchQueue.concurrentPerform(iterations: 8) { index in callback(.success(index)) }
             #expect(told.value.count == 1)
             #expect(future.result?.value == told.value.first)
         }
+    }
+
+    @Test("a callback called from a detached task completes the future that async code awaits")
+    func calledFromADetachedTask() async throws {
+        let kept = KeptCallback()
+        let future = kept.future()
+        let callback = kept.take()
+        Task.detached { callback(.success(5)) }
+        #expect(try await future.get() == 5)
+        // Later calls, from another task, change nothing.
+        await Task.detached { callback(.success(6)) }.value
+        #expect(future.result?.value == 5)
     }
 
     @Test("a callback released uncalled on another thread, after its chain was dropped, frees the chain")
@@ -92,12 +111,9 @@ struct CompletionHandleTests {
             where: { $0.metadata["creationSite"]?.contains("CompletionHandleTests.swift") == true }
         ) {
             count.track {
-                _ = Future<Int>(on: .none) { completion in
-                    kept.callback = completion
-                    return NilDisposer()
-                }
-                .map(on: .none) { $0 + 1 }
-                .onValue(on: .none) { _ in told.mutate { $0 += 1 } }
+                _ = kept.future()
+                    .map(on: .none) { $0 + 1 }
+                    .onValue(on: .none) { _ in told.mutate { $0 += 1 } }
             }
             #expect(count.value == 3)
             let released = DispatchSemaphore(value: 0)
