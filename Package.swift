@@ -151,6 +151,10 @@ let package = Package(
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
+        // Issue #38: work sent from the main loop to elsewhere delivers back before `run()` returns.
+        .executableTarget(
+            name: "RunReturnProbe", dependencies: ["Flow", "FlowNet", "Deferred"], path: "Tests/Probes/RunReturnProbe"
+        ),
         // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
         .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet"], path: "Tests/Probes/MisuseProbe"),
         // Issue #30: libuv's allocator and the system calls libuv makes, failed on purpose from a seed;
@@ -210,6 +214,7 @@ let package = Package(
             name: "FlowNetTests",
             dependencies: [
                 "FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour", "FlowTestSupport",
+                "RunReturnProbe",
             ]
         ),
         .testTarget(

@@ -35,10 +35,11 @@ enum UponHandler<Value: Sendable>: Sendable {
 }
 
 /// Submits `body(value)` to `queue`: one block, whose context holds `body` and `value`, exactly what
-/// a bare `queue.async { body(value) }` costs.
+/// a bare `queue.async { body(value) }` costs. From a loop's work, the block counts as the loop's
+/// pending delivery until it ran.
 @inlinable
 func submitUpon<Value: Sendable>(_ queue: DispatchQueue, _ value: Value, _ body: @escaping @Sendable (Value) -> Void) {
-    queue.async { body(value) }
+    queue.asyncDelivering(value, body)
 }
 
 /// Runs `body(value)` at once when the caller already executes on `scheduler`, with no closure

@@ -1,4 +1,5 @@
 import Dispatch
+import Flow
 
 /// A read-only view of a value that becomes known later: what a ``Deferred`` looks like to those who
 /// may read it but not fill it.
@@ -92,7 +93,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
         execute work: @escaping @Sendable () -> Value
     ) -> Future<Value> {
         let deferred = Deferred<Value>()
-        queue.async(flags: flags) { deferred.fill(with: work()) }
+        queue.asyncDelivering(flags: flags) { deferred.fill(with: work()) }
         return Future(deferred)
     }
 

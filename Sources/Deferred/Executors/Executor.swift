@@ -1,4 +1,5 @@
 import Dispatch
+import Flow
 import Foundation
 
 /// A place that runs closures: where ``FutureProtocol/upon(_:execute:)`` and the transforms built on
@@ -56,7 +57,9 @@ extension DispatchQueue: Executor {
     @inlinable
     @preconcurrency
     public func submit(_ body: @escaping @Sendable () -> Void) {
-        async(execute: body)
+        // From a loop's work, counted as the loop's pending delivery until it ran: the loop's `run()`
+        // waits for what it may send back.
+        asyncDelivering(execute: body)
     }
 
     /// Runs `workItem` asynchronously on this queue.

@@ -1,4 +1,5 @@
 import Dispatch
+import Flow
 import Synchronization
 
 extension Task {
@@ -28,7 +29,7 @@ extension Task {
         // Whoever claims the start first decides: the work runs, or the cancellation fails the task;
         // the other finds it claimed and does nothing.
         let started = Atomic<Bool>(false)
-        queue.async(flags: flags) {
+        queue.asyncDelivering(flags: flags) {
             guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
             promise.fill(with: Result(catching: work))
         }

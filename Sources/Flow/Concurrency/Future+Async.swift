@@ -29,9 +29,8 @@ extension Future {
         let waiter = AsyncWaiter<Value>()
         // A main-actor waiter is main-loop work still to come: `run()` must not return before it has
         // run again.
-        let mainLoopKeepAlive = isMainActorIsolation(#isolation)
-            ? EventLoop.main.keepAlive(summary: "a main-actor task awaits a future (Future.get())") : nil
-        defer { mainLoopKeepAlive?.dispose() }
+        let isMainActorWait = EventLoop.beginMainActorWait(#isolation)
+        defer { EventLoop.endMainActorWait(isMainActorWait) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 waiter.setContinuation(continuation)

@@ -32,6 +32,9 @@ public struct LoopResource: Sendable, Hashable, CustomStringConvertible {
         public static let keepAliveToken = Kind(rawValue: "keep-alive token")
         /// Work queued on the loop, or submitted from other threads, not yet run.
         public static let queuedWork = Kind(rawValue: "queued work")
+        /// Work handed from the loop to another scheduler (a transform's hop, a timer set there, a
+        /// main-actor task awaiting the loop's I/O) that may still deliver back to the loop.
+        public static let pendingDelivery = Kind(rawValue: "pending delivery")
         /// libuv requests in flight: file-system operations, name lookups, thread-pool work.
         public static let request = Kind(rawValue: "request")
         /// A libuv handle nobody named: ``LoopResource/summary`` is libuv's name for its type.
@@ -160,6 +163,11 @@ extension EventLoop {
         let queued = queuedWorkCount
         if queued > 0 {
             resources.append(LoopResource(kind: .queuedWork, summary: "\(queued) job\(queued == 1 ? "" : "s") not yet run"))
+        }
+        let deliveries = pendingDeliveries
+        if deliveries > 0 {
+            resources.append(LoopResource(
+                kind: .pendingDelivery, summary: "\(deliveries) hop\(deliveries == 1 ? "" : "s") to other schedulers not yet back"))
         }
         if let timers = pendingDeadlineSummary {
             resources.append(LoopResource(kind: .timer, summary: timers))

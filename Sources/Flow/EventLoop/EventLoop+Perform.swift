@@ -52,7 +52,10 @@ extension EventLoop {
     /// A `Future` form is `Future(on: loop.scheduler) { ... }`, which runs its block the same way.
     /// Calling it off the loop for a closed loop, or for a loop other than ``main`` that is not
     /// running, stops the program with a message.
-    public func perform<Value: Sendable, Failure: Error>(
+    ///
+    /// The task waits on its own executor; a main-actor task's wait holds the main loop, so
+    /// ``run()`` does not return before the task has its result.
+    public nonisolated(nonsending) func perform<Value: Sendable, Failure: Error>(
         _ body: @escaping @Sendable () throws(Failure) -> Value
     ) async throws(Failure) -> Value {
         try await perform("EventLoop.perform", body)
@@ -75,7 +78,7 @@ extension EventLoop {
     }
 
     /// ``perform(_:)`` for an entry point named `caller` in the messages of its misuse stops.
-    package func perform<Value: Sendable, Failure: Error>(
+    package nonisolated(nonsending) func perform<Value: Sendable, Failure: Error>(
         _ caller: @autoclosure () -> String, _ body: @escaping @Sendable () throws(Failure) -> Value
     ) async throws(Failure) -> Value {
         if isInLoopContext {
@@ -84,6 +87,8 @@ extension EventLoop {
         }
         assertOpen(caller())
         assertSomethingRunsIt(caller())
+        let isMainActorWait = EventLoop.beginMainActorWait(#isolation)
+        defer { EventLoop.endMainActorWait(isMainActorWait) }
         let outcome: Swift.Result<Value, Failure> = await withCheckedContinuation { continuation in
             execute {
                 continuation.resume(returning: Swift.Result { () throws(Failure) -> Value in try body() })

@@ -65,6 +65,12 @@ public final class EventLoop: @unchecked Sendable {
     let resourceRegistry = Locked(LoopResourceRegistry())
     private let lifecycle = Atomic<Int>(Lifecycle.idle)
     private let keepAliveCount = Atomic<Int>(0)
+    /// Work handed from this loop to another scheduler that may deliver back to it, not yet done
+    /// (see `EventLoop+Deliveries.swift`).
+    let pendingDeliveryCount = Atomic<Int>(0)
+    /// Whether ``run()`` found nothing but pending deliveries and waits for them: only then does the
+    /// last delivery to end wake the loop.
+    let isAwaitingDeliveries = Atomic<Bool>(false)
     private let isStopRequested = Atomic<Bool>(false)
     private let nextSequence = Atomic<UInt64>(0)
 
@@ -159,7 +165,15 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: Running
 
     /// Runs the loop on the calling thread until ``stop()`` is called or nothing is left to do: no
-    /// active handle, no pending timer, no queued work, nothing kept alive with ``keepAlive(file:line:)``.
+    /// active handle, no pending timer, no queued work, nothing kept alive with ``keepAlive(file:line:)``,
+    /// and nothing on its way back to the loop.
+    ///
+    /// Work on its way back holds the loop until it has delivered or been cancelled: a future or signal
+    /// transform's hop from the loop to another scheduler (and whatever that work hands on), a timer
+    /// the loop's work set on another scheduler, a main-actor task waiting in ``Future/get()``, in
+    /// ``perform(_:)`` or for the next element of one of the library's async sequences (FlowNet's
+    /// lines, frames and chunks, a file's chunks). So a program may end with `try EventLoop.main.run()`
+    /// and still see every value and task resumption that its work sent back to the main loop.
     ///
     /// - Throws: ``EventLoopError/alreadyRunning`` if another thread (or this one) is running the
     ///   loop, ``EventLoopError/closed`` after ``close()``, ``EventLoopError/mainLoopOffMainThread`` for
@@ -189,10 +203,11 @@ public final class EventLoop: @unchecked Sendable {
                     loopDrainMainQueue()
                 } else if hasQueuedWork {
                     drainSubmittedWork()
-                } else {
+                } else if !loopAwaitsPendingDeliveries() {
                     break
                 }
             }
+            isAwaitingDeliveries.store(false, ordering: .sequentiallyConsistent)
             detachMainQueueDrain()
             mainQueueEmbedding?.resume()
         }
@@ -239,7 +254,7 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func nudgeKeepAlive() {
+    func nudgeKeepAlive() {
         if isInLoopContext {
             reconcileKeepAlive()
         } else {
@@ -252,6 +267,8 @@ public final class EventLoop: @unchecked Sendable {
     /// skip polling, and "alive" does not hold the process open anyway).
     func reconcileKeepAlive() {
         let wanted = keepAliveCount.load(ordering: .relaxed) > 0 || (mainQueueEmbedding?.isDriving ?? false)
+            || (isAwaitingDeliveries.load(ordering: .sequentiallyConsistent)
+                && pendingDeliveryCount.load(ordering: .sequentiallyConsistent) > 0)
         guard wanted != loopIsWakeHandleReferenced, lifecycle.load(ordering: .relaxed) < Lifecycle.closed else {
             return
         }

@@ -161,17 +161,49 @@ public final class Scheduler: Sendable {
     }
 
     /// Runs `work` later on this scheduler, never before returning, even when already executing on it.
+    ///
+    /// Work handed from a loop's context to another scheduler may deliver back to that loop, so it
+    /// counts as the loop's pending delivery until it has run (see `EventLoop+Deliveries.swift`).
     @usableFromInline
     func enqueue(_ work: @escaping @Sendable () -> Void) {
+        let origin = ThreadContext.current.loopAwaitingDelivery
         switch backend {
         case .loop(let loop):
-            loop.execute(work)
+            guard let origin, origin !== loop else {
+                loop.execute(work)
+                return
+            }
+            // What the job hands on counts for `loop`, the loop it runs on: its own hops most likely
+            // come back there.
+            origin.beginDelivery()
+            loop.execute {
+                work()
+                origin.endDelivery()
+            }
         case .queue(let queue):
-            queue.async { [self] in ThreadContext.current.run(as: self) { work() } }
+            guard let origin else {
+                queue.async { [self] in ThreadContext.current.run(as: self) { work() } }
+                return
+            }
+            origin.beginDelivery()
+            queue.async { [self] in
+                let context = ThreadContext.current
+                context.run(as: self) { context.runDelivering(to: origin, work) }
+                origin.endDelivery()
+            }
         case .immediate:
             ThreadContext.current.runImmediately(work)
         case .custom(let backend):
-            backend.enqueue { [self] in ThreadContext.current.run(as: self) { work() } }
+            guard let origin else {
+                backend.enqueue { [self] in ThreadContext.current.run(as: self) { work() } }
+                return
+            }
+            origin.beginDelivery()
+            backend.enqueue { [self] in
+                let context = ThreadContext.current
+                context.run(as: self) { context.runDelivering(to: origin, work) }
+                origin.endDelivery()
+            }
         }
     }
 
@@ -181,10 +213,25 @@ public final class Scheduler: Sendable {
     /// On a loop scheduler this is a deadline on the loop's own timer; on a Dispatch queue, a Dispatch
     /// timer; on ``none``, the ``background`` queue's timer followed by immediate execution. A negative
     /// delay counts as zero; a delay that is not finite stops the program with a message.
+    ///
+    /// Set from a loop's context on another scheduler, the work counts as that loop's pending delivery
+    /// until it has run or been cancelled: ``EventLoop/run()`` waits for it.
     @preconcurrency
     @discardableResult
     public func async(after delay: Double, execute work: @escaping @Sendable () -> Void) -> Disposable {
         misusePrecondition(delay.isFinite, "Scheduler.async(after:): the delay must be a finite number of seconds, not \(delay)")
+        // `none` hands its delays to the background queue, which counts them itself.
+        let isNone = if case .immediate = backend { true } else { false }
+        if !isNone, let origin = ThreadContext.current.loopAwaitingDelivery, origin !== eventLoop {
+            let delayed = DeliveringDelayedWork(origin: origin, work: work)
+            delayed.attach(scheduleDelayed(after: delay) { delayed.run() })
+            return delayed
+        }
+        return scheduleDelayed(after: delay, work)
+    }
+
+    /// ``async(after:execute:)`` without the delivery count.
+    private func scheduleDelayed(after delay: Double, _ work: @escaping @Sendable () -> Void) -> Disposable {
         switch backend {
         case .loop(let loop):
             return loop.execute(after: delay, work)

@@ -187,6 +187,8 @@ struct ThreadState: ~Copyable {
     @usableFromInline let isMainThread: Bool
     @usableFromInline var pendingReleases: [AnyObject] = []
     @usableFromInline var isReleasing = false
+    /// The loop that the work running here, handed off from it, will deliver back to.
+    @usableFromInline var deliveryLoop: EventLoop?
 
     @usableFromInline
     init(isMainThread: Bool) {

@@ -43,9 +43,13 @@ struct PendingBytes: Sendable {
 }
 
 extension StreamConnection {
-    /// Reads the next chunk for an `AsyncSequence` step.
-    func nextChunk() async throws -> [UInt8]? {
-        try await withCheckedThrowingContinuation { continuation in
+    /// Reads the next chunk for an `AsyncSequence` step, waiting on `isolation` (the consumer's actor),
+    /// so that a `@MainActor` loop does not change executors for each chunk. A main-actor consumer's wait
+    /// holds the main loop, whose work resumes it: ``EventLoop/run()`` does not return before it ran.
+    func nextChunk(isolation: isolated (any Actor)?) async throws -> [UInt8]? {
+        let isMainActorWait = EventLoop.beginMainActorWait(isolation)
+        defer { EventLoop.endMainActorWait(isMainActorWait) }
+        return try await withCheckedThrowingContinuation(isolation: isolation) { continuation in
             read().onResult(on: .none) { result in
                 continuation.resume(with: result)
             }

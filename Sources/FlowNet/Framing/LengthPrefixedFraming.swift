@@ -118,7 +118,13 @@ public struct StreamFrames: AsyncSequence, Sendable {
 
         /// The next frame, or `nil` once the peer has closed its side between two frames.
         public mutating func next() async throws -> [UInt8]? {
-            try await nextFrame(connection: connection, splitter: &splitter, isFinished: &isFinished)
+            try await nextFrame(connection: connection, splitter: &splitter, isFinished: &isFinished, isolation: nil)
+        }
+
+        /// The next frame, waited for on the caller's actor (a `for try await` loop's own), so that a
+        /// `@MainActor` loop reads without changing executors for each frame.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+            try await nextFrame(connection: connection, splitter: &splitter, isFinished: &isFinished, isolation: actor)
         }
     }
 }

@@ -68,20 +68,28 @@ public struct StreamLines: AsyncSequence, Sendable {
 
         /// The next line, or `nil` once the peer has closed its side and every line was read.
         public mutating func next() async throws -> String? {
-            try await nextFrame(connection: connection, splitter: &splitter, isFinished: &isFinished)
+            try await nextFrame(connection: connection, splitter: &splitter, isFinished: &isFinished, isolation: nil)
+        }
+
+        /// The next line, waited for on the caller's actor (a `for try await` loop's own), so that a
+        /// `@MainActor` loop reads without changing executors for each line.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> String? {
+            try await nextFrame(connection: connection, splitter: &splitter, isFinished: &isFinished, isolation: actor)
         }
     }
 }
 
-/// The step both framed sequences take: a frame from the bytes at hand, or another chunk.
+/// The step both framed sequences take: a frame from the bytes at hand, or another chunk read on
+/// `isolation`, the consumer's actor.
 func nextFrame<Splitter: FrameSplitter>(
-    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool
+    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool,
+    isolation: isolated (any Actor)?
 ) async throws -> Splitter.Frame? {
     guard !isFinished else { return nil }
     do {
         while true {
             if let frame = try splitter.next() { return frame }
-            guard let chunk = try await connection.nextChunk() else {
+            guard let chunk = try await connection.nextChunk(isolation: isolation) else {
                 isFinished = true
                 return try splitter.finish()
             }

@@ -21,12 +21,13 @@ public struct StreamChunks: AsyncSequence, Sendable {
 
         /// The next chunk, or `nil` once the peer has closed its side.
         public mutating func next() async throws -> [UInt8]? {
-            let connection = connection
-            return try await withCheckedThrowingContinuation { continuation in
-                connection.read().onResult(on: .none) { result in
-                    continuation.resume(with: result)
-                }
-            }
+            try await connection.nextChunk(isolation: nil)
+        }
+
+        /// The next chunk, waited for on the caller's actor (a `for try await` loop's own), so that a
+        /// `@MainActor` loop reads without changing executors for each chunk.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+            try await connection.nextChunk(isolation: actor)
         }
     }
 }

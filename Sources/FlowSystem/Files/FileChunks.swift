@@ -162,6 +162,9 @@ final class ChunkReader: Sendable {
             startJobs()
             return try ready.get()
         }
+        // A main-actor consumer resumes in the main loop's context: the main loop's run() waits for it.
+        let isMainActorWait = EventLoop.beginMainActorWait(actor)
+        defer { EventLoop.endMainActorWait(isMainActorWait) }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[UInt8]?, any Error>) in
                 let ready = state.withLock { state -> Swift.Result<[UInt8]?, any Error>? in
