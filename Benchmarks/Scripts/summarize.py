@@ -45,10 +45,12 @@ GOALS = {
     ("P16", "µs/spawn"): ("foundation", 1.0, "≤ 1.0× Foundation"),
     ("P17", "ns/resolution"): ("nio", 1.0, "≤ 1.0× NIO"),
     ("P17-connect", "connect by name µs"): ("nio", 1.0, "≤ 1.0× NIO"),
+    # Time ≤ 1.5× the detached task's, as a rate: ≥ 1 / 1.5 of its lines per second.
+    ("P19-lines-main-actor", "lines/s"): ("detached", 1 / 1.5, "≥ 0.67× detached (time ≤ 1.5×)"),
 }
 
 # Metrics where more is better: their goals are floors, not ceilings.
-HIGHER_IS_BETTER = {"datagrams/s", "MB/s"}
+HIGHER_IS_BETTER = {"datagrams/s", "MB/s", "lines/s"}
 
 DESCRIPTIONS = {
     "P1": "promise + 1 map + completion, on the loop, 1M",
@@ -77,13 +79,14 @@ DESCRIPTIONS = {
     "P17": "resolving `localhost` 10,000 times in a row (NIO: connect by name − by address)",
     "P17-connect": "connecting to `localhost` by name and to its address (a listener on the same loop), 1,000 each",
     "P18-hop": "`UDPSocket.setBroadcast(true)` 200k times: on the loop, from a thread (waits), from a task (`perform`)",
+    "P19-lines-main-actor": "1M lines of 64 B read through `connection.lines()` on the main loop, in a `@MainActor` task",
 }
 
 NAMES = {
     "libuv": "libuv C", "nio": "NIO", "dispatch": "Dispatch", "flow": "Flow loop.execute",
     "dispatch-capturing": "Dispatch capturing", "combine": "OpenCombine", "asyncstream": "AsyncStream",
     "async": "async/await hop", "foundation": "Foundation", "posix-spawn": "posix_spawn C",
-    "flow-thread": "from a thread", "flow-async": "from a task",
+    "flow-thread": "from a thread", "flow-async": "from a task", "detached": "a detached task",
 }
 
 # The allocation count reported next to each timed metric.
@@ -101,7 +104,10 @@ ALLOCATION_METRIC = {
     "connect by address µs": "allocs/connect by address",
 }
 
-SUBJECT = {"P8-deferred": "deferred", "P9-queue": "deferred", "P9-queue-pending": "deferred", "P9-loop": "deferred"}
+SUBJECT = {
+    "P8-deferred": "deferred", "P9-queue": "deferred", "P9-queue-pending": "deferred", "P9-loop": "deferred",
+    "P19-lines-main-actor": "main-actor",
+}
 ORDER = ["flow", "deferred", "libuv", "nio", "foundation", "posix-spawn", "dispatch", "combine", "asyncstream"]
 
 

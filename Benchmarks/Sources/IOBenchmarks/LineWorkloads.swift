@@ -91,6 +91,50 @@ enum LineWorkloads {
         report(reporter, measurement)
     }
 
+    /// P19-lines-main-actor: `for try await line in connection.lines()` on a connection of the main
+    /// loop, which the main thread runs with `EventLoop.main.run()`, in a `@MainActor` task or in a
+    /// detached one: the sequence's `next(isolation:)` keeps the main-actor loop on its executor.
+    static func mainLoopLines(onMainActor: Bool) -> (Reporter) -> Void {
+        { reporter in
+            let measurement = reporter.measureIO(operations: 1_000_000, countingOperations: 200_000) { count, stopwatch in
+                let (accepted, acceptedContinuation) = AsyncStream.makeStream(of: TCPConnection.self)
+                let listener = try! TCPListener.listen(port: 0, on: .main) { acceptedContinuation.yield($0) }
+                let writer = startWriter(port: listener.port, lines: count)
+                let done = EventLoop.main.keepAlive()
+                if onMainActor {
+                    Task { @MainActor in
+                        try await readLines(from: accepted, count: count, stopwatch: stopwatch, listener: listener)
+                        done.dispose()
+                    }
+                } else {
+                    Task.detached {
+                        try await readLines(from: accepted, count: count, stopwatch: stopwatch, listener: listener)
+                        done.dispose()
+                    }
+                }
+                try! EventLoop.main.run()
+                writer.wait()
+            }
+            report(reporter, measurement)
+        }
+    }
+
+    /// Reads the first accepted connection's lines on the caller's actor, then closes it and `listener`.
+    nonisolated(nonsending) static func readLines(
+        from accepted: AsyncStream<TCPConnection>, count: Int, stopwatch: Stopwatch, listener: TCPListener
+    ) async throws {
+        var connections = accepted.makeAsyncIterator()
+        let connection = await connections.next()!
+        stopwatch.start()
+        var received = 0
+        for try await line in connection.lines(maximumLength: 1024) {
+            received += line.utf8.count > 0 ? 1 : 0
+        }
+        stopwatch.stop()
+        precondition(received == count, "\(received) lines of \(count)")
+        _ = try await join(connection.close(), listener.close()).get()
+    }
+
     /// `connection.lineSignal()`, listened to on the loop.
     static func flowLineSignal(_ reporter: Reporter) {
         let measurement = reporter.measureIO(operations: operations, countingOperations: countingOperations) { count, stopwatch in

@@ -25,6 +25,10 @@ let workloads: [String: [String: Workload]] = [
     "P19-lines": [
         "flow": LineWorkloads.flowLines, "flow-signal": LineWorkloads.flowLineSignal, "nio": LineWorkloads.nioLines,
     ],
+    "P19-lines-main-actor": [
+        "main-actor": LineWorkloads.mainLoopLines(onMainActor: true),
+        "detached": LineWorkloads.mainLoopLines(onMainActor: false),
+    ],
 ]
 
 runWorkloadFromCommandLine(workloads)
