@@ -5,12 +5,13 @@ import Testing
 /// scenario of `RunReturnProbe` sends work from the main loop to another scheduler (a transform's hop
 /// to a queue or another loop, a timer there, a `perform`, a Deferred `upon`, a main-actor task reading
 /// lines) and runs the main loop, round after round: every round's delivery must have been made when
-/// `run()` returns. Without the rule, `run()` returned first in most rounds.
+/// `run()` returns. Without the rule, `run()` returned first in most rounds. A timer cancelled before it
+/// fires must stop holding the loop: its rounds would otherwise wait for the probe's watchdog.
 @Suite("run() waits for work on its way back to the main loop")
 struct RunReturnTests {
     static let scenarios = [
         "signalMapOnBackground", "futureMapOnBackground", "futureHopsBetweenQueues", "futureMapOnAnotherLoop",
-        "timerOnBackground", "performFromMainActor", "deferredOnBackground", "linesUntilServerCloses",
+        "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor", "deferredOnBackground", "linesUntilServerCloses",
     ]
 
     /// Runs `scenario` for `rounds` rounds in a child process and checks that each was delivered in time.

@@ -106,6 +106,17 @@ let scenarios: [String: Round] = [
         }
         try EventLoop.main.run()
     },
+    // A timer cancelled before it fires holds the loop no longer: run() returns at once, not in a minute.
+    "cancelledTimerOnBackground": { round, deliveries in
+        let timer = Scheduler.background.async(after: 60) {
+            Scheduler.main.async { deliveries.record(-1) }
+        }
+        Scheduler.main.async(after: 0.001) {
+            timer.dispose()
+            deliveries.record(round)
+        }
+        try EventLoop.main.run()
+    },
     "performFromMainActor": { round, deliveries in
         Task { @MainActor in
             let value = await otherLoop.perform { slowStep(round) }
