@@ -71,9 +71,14 @@ extension FutureProtocol {
     /// ```swift
     /// let friends = await fetchFriends(for: jimbob).value
     /// ```
-    public var value: Value {
+    ///
+    /// The wait runs on the caller's executor. A main-actor caller's wait holds the main loop, so
+    /// `EventLoop.main.run()` does not return before the caller has the value.
+    public nonisolated(nonsending) var value: Value {
         get async {
             if let value = peek() { return value }
+            let isMainActorWait = Flow.EventLoop.beginMainActorWait(#isolation)
+            defer { Flow.EventLoop.endMainActorWait(isMainActorWait) }
             return await withCheckedContinuation { continuation in
                 upon(Flow.Scheduler.none) { value in continuation.resume(returning: value) }
             }

@@ -128,6 +128,10 @@ let scenarios: [String: Round] = [
         sendDeferredRound(round, deliveries)
         try EventLoop.main.run()
     },
+    "deferredValueFromMainActor": { round, deliveries in
+        sendDeferredValueRound(round, deliveries)
+        try EventLoop.main.run()
+    },
     // The README's loop: a main-actor task reads lines until the server closes the connection, then
     // cleans up after its loop.
     "linesUntilServerCloses": { round, deliveries in
