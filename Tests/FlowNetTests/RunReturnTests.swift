@@ -11,8 +11,8 @@ import Testing
 struct RunReturnTests {
     static let scenarios = [
         "signalMapOnBackground", "futureMapOnBackground", "futureHopsBetweenQueues", "futureMapOnAnotherLoop",
-        "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor", "deferredOnBackground",
-        "deferredValueFromMainActor", "linesUntilServerCloses",
+        "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor", "bindAsyncFromMainActor",
+        "deferredOnBackground", "deferredValueFromMainActor", "linesUntilServerCloses",
     ]
 
     /// Runs `scenario` for `rounds` rounds in a child process and checks that each was delivered in time.

@@ -88,7 +88,7 @@ public final class PipeConnection: StreamConnection, @unchecked Sendable {
     /// ```swift
     /// let input = try await PipeConnection.openAsync(fileDescriptor: descriptor, on: loop)
     /// ```
-    public static func openAsync(fileDescriptor: Int32, on loop: EventLoop = .main) async throws(EventLoopError) -> PipeConnection {
+    public nonisolated(nonsending) static func openAsync(fileDescriptor: Int32, on loop: EventLoop = .main) async throws(EventLoopError) -> PipeConnection {
         try await loop.perform("PipeConnection.openAsync") { () throws(EventLoopError) in
             try open(fileDescriptor: fileDescriptor, on: loop)
         }

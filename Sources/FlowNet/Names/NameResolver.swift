@@ -137,7 +137,7 @@ public enum NameResolver {
 
     /// The addresses of `host` with `port`, looked up on libuv's thread pool: for the `async` entry
     /// points, whose loop never waits for a lookup.
-    static func resolveWithoutBlocking(host: String, port: Int, on loop: EventLoop) async throws(EventLoopError) -> [SocketAddress] {
+    nonisolated(nonsending) static func resolveWithoutBlocking(host: String, port: Int, on loop: EventLoop) async throws(EventLoopError) -> [SocketAddress] {
         if let numeric = try? SocketAddress(host: host, port: port) { return [numeric] }
         return try await resolve(host: host, port: port, on: loop).valueOrEventLoopError()
     }

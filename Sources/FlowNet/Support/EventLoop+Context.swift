@@ -13,7 +13,7 @@ extension EventLoop {
 extension Future {
     /// The future's value for an `async` entry point that throws only ``EventLoopError``: any other
     /// error (the task's cancellation) becomes `ECANCELED`.
-    package func valueOrEventLoopError() async throws(EventLoopError) -> Value {
+    package nonisolated(nonsending) func valueOrEventLoopError() async throws(EventLoopError) -> Value {
         do {
             return try await get()
         } catch let error as EventLoopError {

@@ -79,7 +79,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```swift
     /// let socket = try await UDPSocket.bindAsync(host: "::1", port: 0, on: loop)
     /// ```
-    public static func bindAsync(
+    public nonisolated(nonsending) static func bindAsync(
         host: String = "127.0.0.1", port: Int = 0, reuseAddress: Bool = false, on loop: EventLoop = .main
     ) async throws(EventLoopError) -> UDPSocket {
         let addresses = try await NameResolver.resolveWithoutBlocking(host: host, port: port, on: loop)
@@ -93,7 +93,7 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```swift
     /// let socket = try await UDPSocket.bindAsync(to: SocketAddress(host: "::1", port: 0), on: loop)
     /// ```
-    public static func bindAsync(
+    public nonisolated(nonsending) static func bindAsync(
         to address: SocketAddress, reuseAddress: Bool = false, on loop: EventLoop = .main
     ) async throws(EventLoopError) -> UDPSocket {
         try await loop.perform("UDPSocket.bindAsync") { () throws(EventLoopError) in

@@ -98,7 +98,7 @@ public final class PathWatcher: @unchecked Sendable {
     /// ```swift
     /// let watcher = try await PathWatcher.watchAsync(folder, on: loop) { change in print(change) }
     /// ```
-    public static func watchAsync(
+    public nonisolated(nonsending) static func watchAsync(
         _ path: String, keepsLoopAlive: Bool = true, coalescing: Double? = nil, on loop: EventLoop = .main,
         handler: (@Sendable (Change) -> Void)? = nil
     ) async throws(EventLoopError) -> PathWatcher {

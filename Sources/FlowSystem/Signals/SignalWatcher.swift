@@ -87,7 +87,7 @@ public final class SignalWatcher: @unchecked Sendable {
     /// ```swift
     /// let watcher = try await SignalWatcher.watchAsync([.hangUp], on: loop) { _ in reload() }
     /// ```
-    public static func watchAsync(
+    public nonisolated(nonsending) static func watchAsync(
         _ signals: [ProcessSignal], keepsLoopAlive: Bool = true, on loop: EventLoop = .main,
         handler: (@Sendable (ProcessSignal) -> Void)? = nil
     ) async throws(EventLoopError) -> SignalWatcher {

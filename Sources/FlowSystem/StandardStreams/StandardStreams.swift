@@ -81,7 +81,7 @@ public enum StandardStreams {
     /// ```swift
     /// let extra = try await StandardStreams.openAsync(descriptor: 3, on: loop)
     /// ```
-    public static func openAsync(descriptor: Int32, on loop: EventLoop = .main) async throws -> StreamConnection {
+    public nonisolated(nonsending) static func openAsync(descriptor: Int32, on loop: EventLoop = .main) async throws -> StreamConnection {
         try await loop.perform("StandardStreams.openAsync") { () throws -> StreamConnection in
             try open(descriptor: descriptor, on: loop)
         }

@@ -124,6 +124,15 @@ let scenarios: [String: Round] = [
         }
         try EventLoop.main.run()
     },
+    // An async entry point of FlowNet, whose work runs on another loop.
+    "bindAsyncFromMainActor": { round, deliveries in
+        Task { @MainActor in
+            let socket = try await UDPSocket.bindAsync(host: "127.0.0.1", port: 0, on: otherLoop)
+            _ = socket.close()
+            deliveries.record(round)
+        }
+        try EventLoop.main.run()
+    },
     "deferredOnBackground": { round, deliveries in
         sendDeferredRound(round, deliveries)
         try EventLoop.main.run()
