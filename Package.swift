@@ -153,7 +153,8 @@ let package = Package(
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
         // Issue #38: work sent from the main loop to elsewhere delivers back before `run()` returns.
         .executableTarget(
-            name: "RunReturnProbe", dependencies: ["Flow", "FlowNet", "Deferred"], path: "Tests/Probes/RunReturnProbe"
+            name: "RunReturnProbe", dependencies: ["Flow", "FlowNet", "FlowSystem", "Deferred"],
+            path: "Tests/Probes/RunReturnProbe"
         ),
         // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
         .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet"], path: "Tests/Probes/MisuseProbe"),

@@ -12,7 +12,7 @@ struct RunReturnTests {
     static let scenarios = [
         "signalMapOnBackground", "futureMapOnBackground", "futureHopsBetweenQueues", "futureMapOnAnotherLoop",
         "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor", "bindAsyncFromMainActor",
-        "deferredOnBackground", "deferredValueFromMainActor", "linesUntilServerCloses",
+        "fileChunksFromMainActor", "deferredOnBackground", "deferredValueFromMainActor", "linesUntilServerCloses",
     ]
 
     /// Runs `scenario` for `rounds` rounds in a child process and checks that each was delivered in time.

@@ -6,6 +6,7 @@
 import Dispatch
 import Flow
 import FlowNet
+import FlowSystem
 import Foundation
 import Synchronization
 
@@ -130,6 +131,18 @@ let scenarios: [String: Round] = [
             let socket = try await UDPSocket.bindAsync(host: "127.0.0.1", port: 0, on: otherLoop)
             _ = socket.close()
             deliveries.record(round)
+        }
+        try EventLoop.main.run()
+    },
+    // A file opened on another loop, its chunks read in a main-actor task (the reads run on that
+    // loop's thread pool).
+    "fileChunksFromMainActor": { round, deliveries in
+        Task { @MainActor in
+            let file = try await FileSystem.open("/etc/passwd", on: otherLoop).get()
+            var byteCount = 0
+            for try await chunk in file.chunks() { byteCount += chunk.count }
+            _ = try await file.close().get()
+            if byteCount > 0 { deliveries.record(round) }
         }
         try EventLoop.main.run()
     },
