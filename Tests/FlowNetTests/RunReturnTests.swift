@@ -10,9 +10,10 @@ import Testing
 @Suite("run() waits for work on its way back to the main loop")
 struct RunReturnTests {
     static let scenarios = [
-        "signalMapOnBackground", "futureMapOnBackground", "futureHopsBetweenQueues", "futureMapOnAnotherLoop",
-        "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor", "bindAsyncFromMainActor",
-        "fileChunksFromMainActor", "deferredOnBackground", "deferredValueFromMainActor", "linesUntilServerCloses",
+        "signalMapOnBackground", "futureMapOnBackground", "futureHopsBetweenQueues", "futureFromAsyncOperation",
+        "futureMapOnAnotherLoop", "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor",
+        "bindAsyncFromMainActor", "fileChunksFromMainActor", "deferredOnBackground", "deferredValueFromMainActor",
+        "linesUntilServerCloses",
     ]
 
     /// Runs `scenario` for `rounds` rounds in a child process and checks that each was delivered in time.

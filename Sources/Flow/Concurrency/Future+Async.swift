@@ -45,7 +45,8 @@ extension Future {
     }
 
     /// Creates a future that runs `operation` in a task and completes with what it returns or throws.
-    /// Cancelling the future cancels the task.
+    /// Cancelling the future cancels the task. Made in a loop's context, the task holds that loop until
+    /// it has completed the future: ``EventLoop/run()`` waits for its result.
     ///
     /// ```swift
     /// let page = Future { try await client.get("/index.html") }
@@ -66,12 +67,17 @@ extension Future {
         _ operation: @escaping @Sendable () async throws -> Value
     ) {
         self.init(on: .none, file: file, line: line, operationWithMover: { completion, _ in
+            // The task's result may come back to the loop that started it: the loop's run() waits for
+            // it (see EventLoop+Deliveries.swift).
+            let origin = ThreadContext.current.loopAwaitingDelivery
+            origin?.beginDelivery()
             let body: @Sendable () async -> Void = {
                 do {
                     completion(.success(try await operation()))
                 } catch {
                     completion(.failure(error))
                 }
+                origin?.endDelivery()
             }
             let task = if let loop = scheduler.eventLoop {
                 Task(executorPreference: loop, operation: body)

@@ -169,10 +169,10 @@ public final class EventLoop: @unchecked Sendable {
     /// and nothing on its way back to the loop.
     ///
     /// Work on its way back holds the loop until it has delivered or been cancelled: a future or signal
-    /// transform's hop from the loop to another scheduler (and whatever that work hands on), a timer
-    /// the loop's work set on another scheduler, a main-actor task waiting in ``Future/get()``, in
-    /// ``perform(_:)`` or for the next element of one of the library's async sequences (FlowNet's
-    /// lines, frames and chunks, a file's chunks). So a program may end with `try EventLoop.main.run()`
+    /// transform's hop from the loop to another scheduler (and whatever that work hands on), the task of
+    /// a future made from an `async` operation, a timer the loop's work set on another scheduler, a
+    /// main-actor task waiting in ``Future/get()``, in ``perform(_:)`` or for the next element of one of
+    /// the library's async sequences (FlowNet's lines, frames and chunks, a file's chunks). So a program may end with `try EventLoop.main.run()`
     /// and still see every value and task resumption that its work sent back to the main loop.
     ///
     /// - Throws: ``EventLoopError/alreadyRunning`` if another thread (or this one) is running the

@@ -97,6 +97,14 @@ let scenarios: [String: Round] = [
             .onValue { deliveries.record($0) }
         try EventLoop.main.run()
     },
+    // A future made from an async operation: its task runs on Swift's executors.
+    "futureFromAsyncOperation": { round, deliveries in
+        Future { () async throws -> Int in
+            try await Task.sleep(nanoseconds: 1_000_000)
+            return round
+        }.onValue { deliveries.record($0) }
+        try EventLoop.main.run()
+    },
     "futureMapOnAnotherLoop": { round, deliveries in
         Future(round).map(on: otherLoop.scheduler) { slowStep($0) }.onValue { deliveries.record($0) }
         try EventLoop.main.run()
