@@ -2,7 +2,7 @@ import Flow
 
 extension TCPListener {
     /// Listens on `host` and `port` on the main loop like
-    /// ``listenAsync(host:port:backlog:reusePort:on:file:line:onAccept:)``, with a main-actor accept
+    /// ``listenAsync(host:port:backlog:reusePort:on:file:line:onAccept:)-(_,_,_,_,EventLoop,_,_,_)``, with a main-actor accept
     /// handler: for servers that count or list their connections in main-actor state (see
     /// `MainActorScheduler`).
     ///
@@ -42,7 +42,7 @@ extension TCPListener {
 }
 
 extension PipeListener {
-    /// Listens at `path` on the main loop like ``listenAsync(path:backlog:on:onAccept:)``, with a
+    /// Listens at `path` on the main loop like ``listenAsync(path:backlog:on:onAccept:)-(_,_,EventLoop,_)``, with a
     /// main-actor accept handler (see `MainActorScheduler`).
     ///
     /// ```swift

@@ -1,7 +1,7 @@
 import Flow
 
 extension SignalWatcher {
-    /// Starts watching `signals` on the main loop like ``watchAsync(_:keepsLoopAlive:on:handler:)``, with
+    /// Starts watching `signals` on the main loop like ``watchAsync(_:keepsLoopAlive:on:handler:)-(_,_,EventLoop,_)``, with
     /// a main-actor handler: for programs that keep what a signal changes (a reload count, a shutdown
     /// flag) in main-actor state (see `MainActorScheduler`).
     ///
