@@ -192,8 +192,8 @@ struct MainActorCallbackTests {
             log.append("tcp accepted")
             connection.close()
         }
-        let byAddress = try await TCPListener.listenAsync(at: SocketAddress(host: "127.0.0.1", port: 0), on: .mainActor) {
-            connection in
+        let loopback = try SocketAddress(host: "127.0.0.1", port: 0)
+        let byAddress = try await TCPListener.listenAsync(at: loopback, on: .mainActor) { connection in
             Counters.accepted += 1
             log.append("tcp accepted by address")
             connection.close()

@@ -25,7 +25,8 @@ final class MainActorLog {
         guard entries.count < count else { return }
         let guardTimer = MainActorScheduler.mainActor.timer(after: 30) {
             guard !self.waiters.isEmpty else { return }
-            Issue.record("only \(self.entries.count) of \(count) callbacks ran: \(self.entries)", sourceLocation: sourceLocation)
+            Issue.record(
+                "only \(self.entries.count) of \(count) callbacks ran: \(self.entries)", sourceLocation: sourceLocation)
             let waiting = self.waiters
             self.waiters.removeAll()
             for waiter in waiting { waiter.continuation.resume() }

@@ -110,7 +110,8 @@ struct ProcessGroupTests {
         try runLoop { loop in
             do {
                 // Each child waits on its input, so its group can be read before it exits.
-                let byDefault = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "read line"], standardInput: .pipe, on: loop)
+                let byDefault = try ChildProcess.spawn(
+                    "/bin/sh", arguments: ["-c", "read line"], standardInput: .pipe, on: loop)
                 let inNewGroup = try ChildProcess.spawn(
                     "/bin/sh", arguments: ["-c", "read line"], standardInput: .pipe, processGroup: .new, on: loop)
                 #expect(byDefault.processGroup == .inherit)

@@ -295,7 +295,8 @@ public final class ChildProcess: @unchecked Sendable {
             loop.libuvStateDidChange()
             throw EventLoop.error(status)
         }
-        let child = ChildProcess(loop: loop, handle: handle, processGroup: processGroup, pipes: (pipes[0], pipes[1], pipes[2]))
+        let child = ChildProcess(
+            loop: loop, handle: handle, processGroup: processGroup, pipes: (pipes[0], pipes[1], pipes[2]))
         handle.pointee.data = Owner.retain(child)
         loop.nameHandle(handle, kind: .childProcess, summary: "child process \(handle.pointee.pid) (\(executable))", creationSite: nil)
         for (pipe, stream) in zip(pipes, ["standard input", "standard output", "standard error"]) {
