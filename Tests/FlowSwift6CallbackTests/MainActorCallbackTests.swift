@@ -289,6 +289,23 @@ struct MainActorCallbackTests {
         #expect(log.everyEntryWasOnTheMainLoop)
     }
 
+    @Test func aPathWatchersHandlerUpdatesMainActorState() async throws {
+        let log = MainActorLog()
+        var changedNames: [String] = []   // main-actor state, captured
+        let folder = NSTemporaryDirectory() + "flow-swift6-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let watcher = try await PathWatcher.watchAsync(folder, on: .mainActor) { change in
+            changedNames.append(change.name ?? "")
+            if changedNames.count == 1 { log.append("changed") }
+        }
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: folder + "/new.txt"))
+        await log.waitForEntries(1)
+        _ = try? await watcher.close().get()
+        #expect(changedNames.contains("new.txt"))
+        #expect(log.everyEntryWasOnTheMainLoop)
+    }
+
     @Test func flowSystemCallbacksUpdateMainActorState() async throws {
         let log = MainActorLog()
         var windowChanges = 0
