@@ -223,6 +223,14 @@ let package = Package(
             dependencies: ["FlowSystem", "FlowNet", "Flow", "EchoServer", "Supervisor", "FlowTestSupport"]
         ),
 
+        // Issue #38: every callback-taking API called from `@MainActor` code with a callback that
+        // mutates main-actor state. Swift 6 mode, and CI fails on a warning: compiling clean is the test.
+        .testTarget(
+            name: "FlowSwift6CallbackTests",
+            dependencies: ["Flow", "FlowTimers", "FlowNet", "FlowSystem", "Deferred"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+
         // The drop-in promise, checked as users meet it: code written the way Flow and Deferred users
         // write it (captured `var`s mutated in callbacks, defaulted arguments), in Swift 5 mode.
         .testTarget(

@@ -25,6 +25,9 @@ struct EchoServerOptions: ParsableCommand {
     @Option(help: "Seconds open connections get to finish after SIGTERM or Ctrl-C.")
     var drainSeconds: Double = 5
 
+    @Flag(help: "Serve as structured tasks: the connections as an async sequence, one child task each.")
+    var structured = false
+
     @OptionGroup var logging: LoggingOptions
 
     var logLevel: Logger.Level { logging.logLevel }

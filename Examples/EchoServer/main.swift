@@ -12,6 +12,8 @@
 //
 // Stopping: on SIGTERM or Ctrl-C the server stops accepting, lets the open connections finish for up
 // to `--drain-seconds` (5 by default), closes those still open then, says what it did, and exits 0.
+//
+// `--structured` serves the same way, written as structured tasks (StructuredEcho.swift).
 
 import Flow
 import FlowLogging
@@ -83,6 +85,9 @@ LoggingSystem.bootstrap(StreamLogHandler.standardError)
 var logger = Logger(label: "EchoServer")
 logger.logLevel = options.logLevel
 FlowDiagnostics.log(to: logger)   // accept failures, blocked loops: on standard error
+if options.structured {
+    runStructuredEchoServer(host: host, port: port, unixPath: unixPath, drainSeconds: drainSeconds)
+}
 do {
     let listening: Listening
     if let unixPath {

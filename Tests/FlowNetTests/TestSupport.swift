@@ -74,14 +74,14 @@ final class LoopbackClient {
             }
         }
         guard status == 0 else {
-            let code = errno
-            close(fd)
-            throw POSIXError(.init(rawValue: code) ?? .EIO)
+            // Closed by deinit, which runs for this instance too: closing here as well would close
+            // the number again, maybe another test's socket by then.
+            throw POSIXError(.init(rawValue: errno) ?? .EIO)
         }
     }
 
     deinit {
-        close(fd)
+        if fd >= 0 { close(fd) }
     }
 
     func send(_ text: String) {

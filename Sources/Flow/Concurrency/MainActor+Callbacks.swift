@@ -149,3 +149,263 @@ extension SignalProvider {
         }
     }
 }
+
+extension Future {
+    /// Runs main-actor `callback` with the error if the future fails, or with nil if the returned future
+    /// is cancelled, on the main loop: as `onErrorOrCancel(on: .main)`, for code that updates main-actor
+    /// state (see ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func onErrorOrCancel(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ callback: @escaping @MainActor (Error?) -> Void
+    ) -> Future<Value> {
+        onErrorOrCancel(on: mainActor.scheduler, file: file, line: line) { error in
+            runAsMainActor { callback(error) }
+        }
+    }
+
+    /// A future with main-actor `transform` applied to the result, on the main loop: as
+    /// `mapResult(on: .main)`, for code that reads or updates main-actor state (see ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func mapResult<Other>(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @MainActor (Result<Value>) throws -> Other
+    ) -> Future<Other> {
+        mapResult(on: mainActor.scheduler, file: file, line: line) { result in
+            let transfer = SameThreadTransfer(result)
+            return try runAsMainActor { SameThreadTransfer(try transform(transfer.value)) }.value
+        }
+    }
+
+    /// A future that completes like the future main-actor `transform` returns for the result, on the
+    /// main loop: as `flatMapResult(on: .main)`, for code that reads or updates main-actor state (see
+    /// ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func flatMapResult<Other>(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @MainActor (Result<Value>) throws -> Future<Other>
+    ) -> Future<Other> {
+        flatMapResult(on: mainActor.scheduler, file: file, line: line) { result in
+            let transfer = SameThreadTransfer(result)
+            return try runAsMainActor { try transform(transfer.value) }
+        }
+    }
+
+    /// A future that replaces a failure with the value main-actor `transform` returns for the error, on
+    /// the main loop: as `mapError(on: .main)`, for code that reads or updates main-actor state (see
+    /// ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func mapError(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @MainActor (Error) throws -> Value
+    ) -> Future<Value> {
+        mapError(on: mainActor.scheduler, file: file, line: line) { error in
+            try runAsMainActor { SameThreadTransfer(try transform(error)) }.value
+        }
+    }
+
+    /// A future that replaces a failure with the future main-actor `transform` returns for the error, on
+    /// the main loop: as `flatMapError(on: .main)`, for code that reads or updates main-actor state (see
+    /// ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func flatMapError(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ transform: @escaping @MainActor (Error) throws -> Future<Value>
+    ) -> Future<Value> {
+        flatMapError(on: mainActor.scheduler, file: file, line: line) { error in
+            try runAsMainActor { try transform(error) }
+        }
+    }
+
+    /// A future that runs this future's operation again when it fails, asking main-actor `predicate`
+    /// whether to: as `onErrorRepeat(on: .main, ...)`, for a decision that reads or updates main-actor
+    /// state (see ``MainActorScheduler``). The waits run on the main loop's timer.
+    ///
+    /// ```swift
+    /// var failures = 0   // main-actor state
+    /// fetch().onErrorRepeat(on: .mainActor, delayBetweenRepetitions: 1, maxRepetitions: 3) { _ in
+    ///     failures += 1
+    ///     return true
+    /// }
+    /// ```
+    @discardableResult
+    public final func onErrorRepeat(
+        on mainActor: MainActorScheduler,
+        delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @MainActor (Error) -> Bool = { _ in true }
+    ) -> Future<Value> {
+        onErrorRepeat(
+            on: mainActor.scheduler, delayBetweenRepetitions: delayBetweenRepetitions,
+            maxRepetitions: maxRepetitions, file: file, line: line
+        ) { error in
+            runAsMainActor { predicate(error) }
+        }
+    }
+
+    /// A future that runs this future's operation again when it fails, waiting
+    /// `delayBeforeRepetition(n)` seconds before re-run number `n`, with main-actor `predicate` and
+    /// `onRetry` hook: as `onErrorRepeat(on: .main, ...)`, for code that counts or shows retries in
+    /// main-actor state (see ``MainActorScheduler``). `onRetry` is told of each re-run once decided,
+    /// before its wait, after `predicate`.
+    ///
+    /// ```swift
+    /// var status = ""   // main-actor state
+    /// fetch().onErrorRepeat(on: .mainActor, maxRepetitions: 5, delayBeforeRepetition: { n in Double(n) },
+    ///                       onRetry: { retry in status = "retry \(retry.number) in \(retry.delay) s" })
+    /// ```
+    @discardableResult
+    public final func onErrorRepeat(
+        on mainActor: MainActorScheduler,
+        maxRepetitions: Int? = nil, delayBeforeRepetition: @escaping @Sendable (Int) -> Double,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @MainActor (Error) -> Bool = { _ in true },
+        onRetry: (@MainActor (RetryAttempt) -> Void)?
+    ) -> Future<Value> {
+        var mainActorRetry: (@Sendable (RetryAttempt) -> Void)? = nil
+        if let onRetry {
+            mainActorRetry = { attempt in runAsMainActor { onRetry(attempt) } }
+        }
+        return onErrorRepeat(
+            on: mainActor.scheduler, maxRepetitions: maxRepetitions, delayBeforeRepetition: delayBeforeRepetition,
+            file: file, line: line, when: { error in runAsMainActor { predicate(error) } }, onRetry: mainActorRetry)
+    }
+}
+
+extension SignalProvider {
+    /// Runs main-actor `callback` with each event, `.initial` included, on the main loop: as
+    /// `onEventType(on: .main)`, for code that updates main-actor state (see ``MainActorScheduler``).
+    ///
+    /// - Returns: a disposable that stops listening; keep it, since letting go of it stops listening too.
+    @inlinable
+    public func onEventType(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (EventType<Value>) -> Void
+    ) -> Disposable {
+        onEventType(on: mainActor.scheduler) { eventType in
+            let transfer = SameThreadTransfer(eventType)
+            runAsMainActor { callback(transfer.value) }
+        }
+    }
+
+    /// Runs main-actor `callback` with the first value, then stops listening, on the main loop: as
+    /// `onFirstValue(on: .main)`, for code that updates main-actor state (see ``MainActorScheduler``).
+    ///
+    /// - Returns: a disposable that stops listening if the first value has not come yet.
+    @inlinable
+    public func onFirstValue(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Value) -> Void
+    ) -> Disposable {
+        onFirstValue(on: mainActor.scheduler) { value in
+            let transfer = SameThreadTransfer(value)
+            runAsMainActor { callback(transfer.value) }
+        }
+    }
+}
+
+extension SignalProvider where Kind == Finite {
+    /// Runs main-actor `callback` with each event (values, then the end), on the main loop: as
+    /// `onEvent(on: .main)`, for code that updates main-actor state (see ``MainActorScheduler``).
+    ///
+    /// - Returns: a disposable that stops listening; keep it, since letting go of it stops listening too.
+    @inlinable
+    public func onEvent(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Event<Value>) -> Void
+    ) -> Disposable {
+        onEvent(on: mainActor.scheduler) { event in
+            let transfer = SameThreadTransfer(event)
+            runAsMainActor { callback(transfer.value) }
+        }
+    }
+
+    /// Runs main-actor `callback` once the signal ends (with or without an error), on the main loop: as
+    /// `onEnd(on: .main)`, for code that updates main-actor state (see ``MainActorScheduler``).
+    @inlinable
+    public func onEnd(on mainActor: MainActorScheduler, _ callback: @escaping @MainActor () -> Void) -> Disposable {
+        onEnd(on: mainActor.scheduler) { runAsMainActor(callback) }
+    }
+
+    /// Runs main-actor `callback` with the error if the signal ends with one, on the main loop: as
+    /// `onError(on: .main)`, for code that updates main-actor state (see ``MainActorScheduler``).
+    @inlinable
+    public func onError(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Error) -> Void
+    ) -> Disposable {
+        onError(on: mainActor.scheduler) { error in runAsMainActor { callback(error) } }
+    }
+}
+
+extension FutureQueue {
+    /// Adds a main-actor operation, run in order like the others but on the main loop as the main
+    /// actor, whatever scheduler the queue executes on: for work that reads or updates main-actor state
+    /// (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// var uploaded = 0   // main-actor state
+    /// queue.enqueue(on: .mainActor) { upload(next).onValue(on: .mainActor) { _ in uploaded += 1 } }
+    /// ```
+    ///
+    /// - Returns: a future completing like the operation's future, on the scheduler current here.
+    @discardableResult
+    public func enqueue<Output>(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @MainActor () throws -> Future<Output>
+    ) -> Future<Output> {
+        enqueue(file: file, line: line) { () throws -> Future<Output> in
+            Future<Void>(()).flatMap(on: mainActor, file: file, line: line) { _ in try operation() }
+        }
+    }
+
+    /// Adds a main-actor operation that returns a value directly (or throws), run in order like the
+    /// others but on the main loop as the main actor (see ``MainActorScheduler``).
+    ///
+    /// - Returns: a future with the operation's value or error, completing on the scheduler current here.
+    @discardableResult
+    public func enqueue<Output>(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @MainActor () throws -> Output
+    ) -> Future<Output> {
+        enqueue(on: mainActor, file: file, line: line) { () throws -> Future<Output> in Future(try operation()) }
+    }
+}
+
+extension Future {
+    /// Creates a future that runs main-actor `operation` on the main loop (again for each repetition),
+    /// and completes when the operation calls its completion callback: as `Future(on: .main)`, for an
+    /// operation that reads or updates main-actor state (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// var attempts = 0   // main-actor state
+    /// let fetched = Future<Data>(on: .mainActor) { completion in
+    ///     attempts += 1
+    ///     return download(url, completion: completion)
+    /// }
+    /// ```
+    public convenience init(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        onResult operation: @escaping @MainActor (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
+    ) {
+        self.init(on: mainActor.scheduler, file: file, line: line) { completion in
+            try runAsMainActor { SameThreadTransfer(try operation(completion)) }.value
+        }
+    }
+
+    /// Creates a future that runs main-actor `work` on the main loop and completes with what it returns
+    /// or throws: as `Future(on: .main, immediate:)`, for work that reads main-actor state.
+    ///
+    /// ```swift
+    /// let snapshot = Future(on: .mainActor) { model.items.count }
+    /// ```
+    public convenience init(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        immediate work: @escaping @MainActor () throws -> Value
+    ) {
+        self.init(on: mainActor.scheduler, file: file, line: line) { () throws -> Value in
+            try runAsMainActor { SameThreadTransfer(try work()) }.value
+        }
+    }
+}

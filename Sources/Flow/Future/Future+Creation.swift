@@ -45,7 +45,7 @@ extension Future {
 
     /// Creates a future like ``init(on:file:line:onResult:)``, whose operation also gets a ``Mover``:
     /// futures created outside the operation and moved inside with it are started again when this
-    /// future is repeated (see ``Future/onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)``).
+    /// future is repeated (see ``Future/onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)-(Scheduler,_,_,_,_,_)``).
     ///
     /// ```swift
     /// let login = loginFuture()

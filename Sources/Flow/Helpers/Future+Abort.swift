@@ -16,7 +16,7 @@ extension Future {
     /// aborts nothing.
     ///
     /// - Returns: a future with this future's result, or the abort. Cancelling it cancels this future
-    ///   (unless others observe it). Repeating it (``onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)``)
+    ///   (unless others observe it). Repeating it (``onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)-(Scheduler,_,_,_,_,_)``)
     ///   runs this future's operation again, watched by fresh runs of `futures`.
     @discardableResult
     public final func abort(

@@ -101,7 +101,7 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
     ///   fails with ``closedError`` if the queue is closed, with the error of
     ///   ``abortQueuedOperations(with:shouldCloseQueue:)`` if aborted while waiting, and with the
     ///   error the operation throws. Cancelling it before the operation started removes the
-    ///   operation unrun. Repeating it (``Future/onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)``,
+    ///   operation unrun. Repeating it (``Future/onErrorRepeat(on:delayBetweenRepetitions:maxRepetitions:file:line:when:)-(Scheduler,_,_,_,_,_)``,
     ///   ``Future/repeatAndCollect(repeatCount:delayBetweenRepetitions:)``) enqueues the operation again.
     @preconcurrency
     @discardableResult

@@ -1,7 +1,7 @@
 /// What a listener registration receives: first one ``initial(_:)`` with the signal's current value
 /// (`nil` for a signal without one), then ``event(_:)``s.
 ///
-/// Most code listens with `onValue` or `onEvent`; ``SignalProvider/onEventType(on:_:)`` gives this
+/// Most code listens with `onValue` or `onEvent`; ``SignalProvider/onEventType(on:_:)-(Scheduler,_)`` gives this
 /// lower-level view, which is what transforms are built on.
 ///
 /// ```swift

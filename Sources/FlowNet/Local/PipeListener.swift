@@ -38,7 +38,7 @@ public final class PipeListener: @unchecked Sendable {
     public var openConnections: ReadSignal<Int> { accepted.count.readOnly() }
 
     /// Listens at `path`. Callable from any thread: off the loop it opens the socket on the loop and
-    /// waits for it; from async code use ``listenAsync(path:backlog:on:onAccept:)``, which never blocks.
+    /// waits for it; from async code use ``listenAsync(path:backlog:on:onAccept:)-(_,_,EventLoop,_)``, which never blocks.
     ///
     /// ```swift
     /// let listener = try PipeListener.listen(path: folder + "/app.sock") { connection in serve(connection) }

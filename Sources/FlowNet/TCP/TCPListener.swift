@@ -58,7 +58,7 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Listens on `host` and `port`, 0 for any free port. Callable from any thread: off the loop it
     /// opens the socket on the loop and waits for it (see `EventLoop.performAndWait(_:)`); from async
-    /// code use ``listenAsync(host:port:backlog:reusePort:on:file:line:onAccept:)``, which never blocks.
+    /// code use ``listenAsync(host:port:backlog:reusePort:on:file:line:onAccept:)-(_,_,_,_,EventLoop,_,_,_)``, which never blocks.
     ///
     /// `host` is a numeric address (`127.0.0.1`, `0.0.0.0` for every IPv4 interface, `::1`, `::` for
     /// every interface, IPv6 and IPv4) or a name such as `localhost`, resolved here, on the calling

@@ -63,7 +63,7 @@ public final class PathWatcher: @unchecked Sendable {
 
     /// Starts watching `path`, a file or a directory (not its subdirectories). Callable from any
     /// thread: off the loop it starts watching on the loop and waits for it; from async code use
-    /// ``watchAsync(_:keepsLoopAlive:coalescing:on:handler:)``, which never blocks. The handler runs on
+    /// ``watchAsync(_:keepsLoopAlive:coalescing:on:handler:)-(_,_,_,EventLoop,_)``, which never blocks. The handler runs on
     /// the loop.
     ///
     /// ```swift

@@ -20,12 +20,18 @@ public struct ProcessOutput: Sendable, Hashable {
 public enum ChildProcessError: Error, Hashable, CustomStringConvertible {
     /// The process wrote more than the limit to its standard output and error together; it was killed.
     case outputLimitExceeded(limit: Int)
+    /// The process was still running at the deadline of
+    /// ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:processGroup:timeout:killSignal:on:)``;
+    /// it (its process group, when it had one of its own) was sent the kill signal.
+    case timedOut(seconds: Double)
 
     /// A sentence saying what went wrong.
     public var description: String {
         switch self {
         case .outputLimitExceeded(let limit):
             return "the process wrote more than \(limit) bytes of output; it was killed"
+        case .timedOut(let seconds):
+            return "the process was still running after \(seconds) s; it was killed"
         }
     }
 }
@@ -66,13 +72,76 @@ extension ChildProcess {
         workingDirectory: String? = nil, input: [UInt8]? = nil, outputLimit: Int = 16 * 1024 * 1024,
         on loop: EventLoop = .main
     ) -> Future<ProcessOutput> {
+        run(
+            executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+            input: input, outputLimit: outputLimit, processGroup: .inherit, timeout: nil, killSignal: .kill, on: loop)
+    }
+
+    /// Runs a command like ``run(_:arguments:environment:workingDirectory:input:outputLimit:on:)``, for
+    /// at most `timeout` seconds: at the deadline the command's process group (by default a new one:
+    /// the command and every process it started) is sent `killSignal`, its output is no longer read,
+    /// and the future fails with ``ChildProcessError/timedOut(seconds:)`` once the command has exited.
+    ///
+    /// ```swift
+    /// ChildProcess.run("/bin/sh", arguments: ["-c", "sleep 3; date"], timeout: 1).onError { error in
+    ///     print(error)   // the process was still running after 1.0 s; it was killed (the sleep too)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - executable: a path, or a name looked up in `PATH` as a shell would.
+    ///   - arguments: the arguments after the program's name.
+    ///   - environment: the command's whole environment; `nil` (the default) passes this process's.
+    ///   - workingDirectory: the command's current directory; `nil` keeps this process's.
+    ///   - input: bytes written to the command's standard input, which is then closed; with `nil` it
+    ///     reads nothing (`/dev/null`).
+    ///   - outputLimit: the most bytes kept from standard output and error together; a command writing
+    ///     more is killed (its group, when it leads one) and the future fails with
+    ///     ``ChildProcessError/outputLimitExceeded(limit:)``.
+    ///   - processGroup: ``ChildProcess/ProcessGroup/new`` (the default) makes the command lead a group
+    ///     of its own, so that the deadline, the output limit and cancellation end all of it; with
+    ///     ``ChildProcess/ProcessGroup/inherit`` only the command's first process is signalled, and one
+    ///     it started can outlive it. See ``ChildProcess/ProcessGroup`` for why `spawn` keeps `inherit`.
+    ///   - timeout: seconds the command may run, on the loop's clock; must be finite and not negative.
+    ///   - killSignal: what the command is sent at the deadline (`SIGKILL` by default, which cannot be
+    ///     caught); a command that catches a gentler signal and keeps running keeps the future pending.
+    ///   - loop: the loop that runs the command and its deadline, and on which the future completes.
+    /// - Returns: what the form without a timeout returns, or a failure with
+    ///   ``ChildProcessError/timedOut(seconds:)`` at the deadline. Cancelling it kills the command (its
+    ///   group, when it leads one). A negative `outputLimit`, or a `timeout` that is negative or not
+    ///   finite, stops the program with a message.
+    public static func run(
+        _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
+        workingDirectory: String? = nil, input: [UInt8]? = nil, outputLimit: Int = 16 * 1024 * 1024,
+        processGroup: ProcessGroup = .new, timeout: Double, killSignal: ProcessSignal = .kill,
+        on loop: EventLoop = .main
+    ) -> Future<ProcessOutput> {
+        misusePrecondition(
+            timeout.isFinite && timeout >= 0,
+            "ChildProcess.run: the timeout must be a finite, non-negative number of seconds, not \(timeout)")
+        return run(
+            executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+            input: input, outputLimit: outputLimit, processGroup: processGroup, timeout: timeout as Double?,
+            killSignal: killSignal, on: loop)
+    }
+
+    private static func run(
+        _ executable: String, arguments: [String], environment: [String: String]?,
+        workingDirectory: String?, input: [UInt8]?, outputLimit: Int,
+        processGroup: ProcessGroup, timeout: Double?, killSignal: ProcessSignal,
+        on loop: EventLoop
+    ) -> Future<ProcessOutput> {
         misusePrecondition(
             outputLimit >= 0, "ChildProcess.run: the output limit must not be negative, not \(outputLimit)")
         return Future(on: loop.scheduler) { completion in
             let child = try ChildProcess.spawn(
                 executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
-                standardInput: input == nil ? .ignore : .pipe, standardOutput: .pipe, standardError: .pipe, on: loop)
+                standardInput: input == nil ? .ignore : .pipe, standardOutput: .pipe, standardError: .pipe,
+                processGroup: processGroup, on: loop)
             let collector = OutputCollector(child: child, limit: outputLimit, completion: completion)
+            if let timeout {
+                collector.deadline = loop.scheduler.async(after: timeout) { collector.timedOut(timeout, killSignal) }
+            }
             if let input, let standardInput = child.standardInput {
                 standardInput.write(input).onResult(on: .none) { written in
                     if case .failure(let error) = written { collector.inputFailed(error) }
@@ -95,6 +164,10 @@ private final class OutputCollector: @unchecked Sendable {
     private var output: [UInt8] = []
     private var error: [UInt8] = []
     private var openStreams = 2
+    /// Whether standard output and standard error are still read.
+    private var isReading = [true, true]
+    /// The timer of `run`'s timeout, disposed once the run is finished.
+    var deadline: Disposable?
     private var failure: Error?
     private var isFinished = false
 
@@ -105,34 +178,58 @@ private final class OutputCollector: @unchecked Sendable {
     }
 
     func start() {
-        collect(child.standardOutput!) { [self] bytes in output += bytes }
-        collect(child.standardError!) { [self] bytes in error += bytes }
+        collect(0) { [self] bytes in output += bytes }
+        collect(1) { [self] bytes in error += bytes }
     }
 
-    private func collect(_ stream: PipeConnection, into append: @escaping (UnsafeRawBufferPointer) -> Void) {
-        stream.onRead { [self] event in
+    /// Standard output (0) or standard error (1).
+    private func stream(_ index: Int) -> PipeConnection {
+        index == 0 ? child.standardOutput! : child.standardError!
+    }
+
+    private func collect(_ index: Int, into append: @escaping (UnsafeRawBufferPointer) -> Void) {
+        stream(index).onRead { [self] event in
             switch event {
             case .bytes(let bytes):
                 if output.count + error.count + bytes.count > limit {
                     if failure == nil {
                         failure = ChildProcessError.outputLimitExceeded(limit: limit)
-                        child.kill(.kill)
+                        kill(.kill)
                     }
-                    stream.close()
-                    streamEnded()
+                    stopReading(index)
                 } else {
                     append(bytes)
                 }
             case .endOfStream:
-                stream.close()
-                streamEnded()
+                stopReading(index)
             case .failed(let readError):
                 // The output is cut short: the caller is told, rather than handed the part read.
                 if failure == nil { failure = readError }
-                stream.close()
-                streamEnded()
+                stopReading(index)
             }
         }
+    }
+
+    private func stopReading(_ index: Int) {
+        guard isReading[index] else { return }
+        isReading[index] = false
+        stream(index).close()
+        streamEnded()
+    }
+
+    /// Signals the command: its whole group when it leads one, else its first process.
+    private func kill(_ signal: ProcessSignal) {
+        if child.processGroup == .new { child.killGroup(signal) } else { child.kill(signal) }
+    }
+
+    /// `run`'s deadline came: the command is killed and its output no longer read, so that a process
+    /// that escaped the group and holds the pipes open cannot keep the run pending.
+    func timedOut(_ seconds: Double, _ signal: ProcessSignal) {
+        guard !isFinished else { return }
+        if failure == nil { failure = ChildProcessError.timedOut(seconds: seconds) }
+        kill(signal)
+        stopReading(0)
+        stopReading(1)
     }
 
     private func streamEnded() {
@@ -146,6 +243,7 @@ private final class OutputCollector: @unchecked Sendable {
     private func finish(_ termination: ChildProcess.Termination) {
         guard !isFinished else { return }
         isFinished = true
+        deadline?.dispose()
         if let failure {
             completion(.failure(failure))
         } else {
@@ -165,6 +263,7 @@ private final class OutputCollector: @unchecked Sendable {
 
     func cancel() {
         guard !isFinished else { return }
-        child.kill(.kill)
+        deadline?.dispose()
+        kill(.kill)
     }
 }

@@ -42,6 +42,23 @@ public final class ChildProcess: @unchecked Sendable {
         case pipe
     }
 
+    /// Which process group a child joins: the group it and the processes it starts are signalled as.
+    ///
+    /// ``inherit`` is the default of ``spawn(_:arguments:environment:workingDirectory:standardInput:standardOutput:standardError:on:)``
+    /// and ``run(_:arguments:environment:workingDirectory:input:outputLimit:on:)``: the child stays in
+    /// this program's group, so a terminal's Ctrl-C and job control reach it together with this
+    /// program, as with a shell's or Foundation's children. ``new`` is the default of the `run` form
+    /// with a timeout, which must be able to end everything the command started, not only its first
+    /// process: a shell script's `sleep` outlives a killed shell unless the group is killed.
+    public enum ProcessGroup: Sendable, Hashable {
+        /// The child stays in this program's process group (and session).
+        case inherit
+        /// The child leads a new process group (and session, with no controlling terminal), whose id
+        /// is its process identifier; what it starts joins that group, and ``ChildProcess/killGroup(_:)``
+        /// signals all of it. Signals a terminal sends this program no longer reach the child.
+        case new
+    }
+
     /// How a child ended: its exit code, or the signal that ended it.
     public struct Termination: Sendable, Hashable, CustomStringConvertible {
         /// The exit code; 0 when a signal ended the process.
@@ -68,6 +85,9 @@ public final class ChildProcess: @unchecked Sendable {
     public let loop: EventLoop
     /// The child's process identifier.
     public let processIdentifier: Int32
+    /// The process group the child was spawned into; with ``ProcessGroup/new`` its id is
+    /// ``processIdentifier``.
+    public let processGroup: ProcessGroup
     /// The writing end of the child's standard input, when spawned with ``StandardStream/pipe``.
     public let standardInput: PipeConnection?
     /// The reading end of the child's standard output, when spawned with ``StandardStream/pipe``.
@@ -87,11 +107,12 @@ public final class ChildProcess: @unchecked Sendable {
     private var termination: Termination?
 
     private init(
-        loop: EventLoop, handle: UnsafeMutablePointer<uv_process_t>,
+        loop: EventLoop, handle: UnsafeMutablePointer<uv_process_t>, processGroup: ProcessGroup,
         pipes: (PipeConnection?, PipeConnection?, PipeConnection?)
     ) {
         self.loop = loop
         self.handle = handle
+        self.processGroup = processGroup
         processIdentifier = handle.pointee.pid
         (standardInput, standardOutput, standardError) = pipes
         exit = exited.future()
@@ -125,10 +146,31 @@ public final class ChildProcess: @unchecked Sendable {
         standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
         on loop: EventLoop = .main
     ) throws(EventLoopError) -> ChildProcess {
+        try spawn(
+            executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+            standardInput: standardInput, standardOutput: standardOutput, standardError: standardError,
+            processGroup: .inherit, on: loop)
+    }
+
+    /// Starts `executable` like ``spawn(_:arguments:environment:workingDirectory:standardInput:standardOutput:standardError:on:)``,
+    /// in the process group `processGroup`: with ``ProcessGroup/new`` the child leads a group of its own,
+    /// which ``killGroup(_:)`` ends whole, with whatever the child started.
+    ///
+    /// ```swift
+    /// let script = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "sleep 3; date"], processGroup: .new)
+    /// script.killGroup(.kill)   // the shell and its sleep
+    /// ```
+    public static func spawn(
+        _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
+        workingDirectory: String? = nil, standardInput: StandardStream = .inherit,
+        standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
+        processGroup: ProcessGroup, on loop: EventLoop = .main
+    ) throws(EventLoopError) -> ChildProcess {
         try loop.performAndWait("ChildProcess.spawn") { () throws(EventLoopError) in
             try spawnOnLoop(
                 executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
-                standardInput: standardInput, standardOutput: standardOutput, standardError: standardError, on: loop)
+                standardInput: standardInput, standardOutput: standardOutput, standardError: standardError,
+                processGroup: processGroup, on: loop)
         }
     }
 
@@ -146,10 +188,30 @@ public final class ChildProcess: @unchecked Sendable {
         standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
         on loop: EventLoop = .main
     ) async throws(EventLoopError) -> ChildProcess {
+        try await spawnAsync(
+            executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+            standardInput: standardInput, standardOutput: standardOutput, standardError: standardError,
+            processGroup: .inherit, on: loop)
+    }
+
+    /// Starts `executable` in the process group `processGroup` like
+    /// ``spawn(_:arguments:environment:workingDirectory:standardInput:standardOutput:standardError:processGroup:on:)``,
+    /// from async code.
+    ///
+    /// ```swift
+    /// let child = try await ChildProcess.spawnAsync("/bin/sh", arguments: ["-c", "sleep 1 & wait"], processGroup: .new)
+    /// ```
+    public static func spawnAsync(
+        _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
+        workingDirectory: String? = nil, standardInput: StandardStream = .inherit,
+        standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
+        processGroup: ProcessGroup, on loop: EventLoop = .main
+    ) async throws(EventLoopError) -> ChildProcess {
         try await loop.perform("ChildProcess.spawnAsync") { () throws(EventLoopError) in
             try spawnOnLoop(
                 executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
-                standardInput: standardInput, standardOutput: standardOutput, standardError: standardError, on: loop)
+                standardInput: standardInput, standardOutput: standardOutput, standardError: standardError,
+                processGroup: processGroup, on: loop)
         }
     }
 
@@ -157,7 +219,7 @@ public final class ChildProcess: @unchecked Sendable {
         _ executable: String, arguments: [String], environment: [String: String]?,
         workingDirectory: String?, standardInput: StandardStream,
         standardOutput: StandardStream, standardError: StandardStream,
-        on loop: EventLoop
+        processGroup: ProcessGroup, on loop: EventLoop
     ) throws(EventLoopError) -> ChildProcess {
         // C would read each string up to a NUL byte and pass the rest on cut short, and would take an
         // environment variable's name to end at its first `=`: refused before anything is opened.
@@ -205,6 +267,8 @@ public final class ChildProcess: @unchecked Sendable {
                 Owner.borrow(handle?.pointee.data, as: ChildProcess.self).didExit(status: status, signal: signal)
             }
             options.stdio_count = 3
+            // libuv's detached child calls setsid(): a new session and process group, led by the child.
+            if processGroup == .new { options.flags = UV_PROCESS_DETACHED.rawValue }
             options.stdio = stdio.baseAddress
             return executable.withCString { file in
                 options.file = file
@@ -231,7 +295,8 @@ public final class ChildProcess: @unchecked Sendable {
             loop.libuvStateDidChange()
             throw EventLoop.error(status)
         }
-        let child = ChildProcess(loop: loop, handle: handle, pipes: (pipes[0], pipes[1], pipes[2]))
+        let child = ChildProcess(
+            loop: loop, handle: handle, processGroup: processGroup, pipes: (pipes[0], pipes[1], pipes[2]))
         handle.pointee.data = Owner.retain(child)
         loop.nameHandle(handle, kind: .childProcess, summary: "child process \(handle.pointee.pid) (\(executable))", creationSite: nil)
         for (pipe, stream) in zip(pipes, ["standard input", "standard output", "standard error"]) {
@@ -270,6 +335,29 @@ public final class ChildProcess: @unchecked Sendable {
             if status == 0 { sent.succeed(()) } else { sent.fail(EventLoop.error(status)) }
         }
         return sent.future()
+    }
+
+    /// Sends `signal` (`SIGTERM` by default) to every process of the group the child leads: the child
+    /// and what it started, even once the child itself has exited. Fails with `ESRCH: no such process`
+    /// once none is left. Callable from any thread.
+    ///
+    /// ```swift
+    /// let script = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "sleep 3; date"], processGroup: .new)
+    /// script.killGroup(.kill)   // the shell and its sleep
+    /// ```
+    ///
+    /// A child spawned without ``ProcessGroup/new`` leads no group of its own (its group is this
+    /// program's): calling this then stops the program with a message.
+    @discardableResult
+    public func killGroup(_ signal: ProcessSignal = .terminate) -> Future<Void> {
+        misusePrecondition(
+            processGroup == .new,
+            "ChildProcess.killGroup: \(self) was spawned without processGroup: .new and leads no group of its own; use kill(_:)"
+        )
+        // A group's id is not reused while any of its processes lives, so a negative id reaches only
+        // this child's group. uv_kill is kill(2), safe from any thread.
+        let status = uv_kill(-processIdentifier, signal.rawValue)
+        return status == 0 ? Future(()) : Future(error: EventLoop.error(status))
     }
 }
 

@@ -57,7 +57,7 @@ public final class SignalWatcher: @unchecked Sendable {
 
     /// Starts watching `signals` on `loop`, calling `handler` on the loop with each one received.
     /// Callable from any thread: off the loop it starts watching on the loop and waits for it; from
-    /// async code use ``watchAsync(_:keepsLoopAlive:on:handler:)``, which never blocks.
+    /// async code use ``watchAsync(_:keepsLoopAlive:on:handler:)-(_,_,EventLoop,_)``, which never blocks.
     ///
     /// ```swift
     /// let reloads = try SignalWatcher.watch([.hangUp]) { _ in reloadConfiguration() }

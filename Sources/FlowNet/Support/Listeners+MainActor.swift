@@ -1,0 +1,61 @@
+import Flow
+
+extension TCPListener {
+    /// Listens on `host` and `port` on the main loop like
+    /// ``listenAsync(host:port:backlog:reusePort:on:file:line:onAccept:)-(_,_,_,_,EventLoop,_,_,_)``, with a main-actor accept
+    /// handler: for servers that count or list their connections in main-actor state (see
+    /// `MainActorScheduler`).
+    ///
+    /// ```swift
+    /// @MainActor var openConnections = 0
+    ///
+    /// let listener = try await TCPListener.listenAsync(port: 7000, on: .mainActor) { connection in
+    ///     openConnections += 1
+    ///     connection.close()
+    /// }
+    /// ```
+    public static func listenAsync(
+        host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        onAccept: @escaping @MainActor (TCPConnection) -> Void
+    ) async throws(EventLoopError) -> TCPListener {
+        try await listenAsync(
+            host: host, port: port, backlog: backlog, reusePort: reusePort, on: .main, file: file, line: line
+        ) { connection in
+            // The main loop accepts, and its work is main-actor work.
+            MainActor.assumeIsolated { onAccept(connection) }
+        }
+    }
+
+    /// Listens on `address` on the main loop like ``listenAsync(at:backlog:reusePort:on:file:line:onAccept:)``,
+    /// with a main-actor accept handler (see `MainActorScheduler`).
+    public static func listenAsync(
+        at address: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        onAccept: @escaping @MainActor (TCPConnection) -> Void
+    ) async throws(EventLoopError) -> TCPListener {
+        try await listenAsync(at: address, backlog: backlog, reusePort: reusePort, on: .main, file: file, line: line) {
+            connection in
+            MainActor.assumeIsolated { onAccept(connection) }
+        }
+    }
+}
+
+extension PipeListener {
+    /// Listens at `path` on the main loop like ``listenAsync(path:backlog:on:onAccept:)-(_,_,EventLoop,_)``, with a
+    /// main-actor accept handler (see `MainActorScheduler`).
+    ///
+    /// ```swift
+    /// let listener = try await PipeListener.listenAsync(path: folder + "/app.sock", on: .mainActor) { connection in
+    ///     clients.append(connection)   // main-actor state
+    /// }
+    /// ```
+    public static func listenAsync(
+        path: String, backlog: Int32 = 511, on mainActor: MainActorScheduler,
+        onAccept: @escaping @MainActor (PipeConnection) -> Void
+    ) async throws(EventLoopError) -> PipeListener {
+        try await listenAsync(path: path, backlog: backlog, on: .main) { connection in
+            MainActor.assumeIsolated { onAccept(connection) }
+        }
+    }
+}
