@@ -10,6 +10,11 @@ protocol FrameSplitter: Sendable {
     mutating func next() throws -> Frame?
     /// What the bytes left at the end of the stream make: a last frame, nothing, or an error.
     mutating func finish() throws -> Frame?
+    /// The bytes appended and not yet cut into frames, taken out: they go back to the connection for
+    /// whoever reads next.
+    mutating func takeUnread() -> PendingBytes
+    /// Starts from `bytes`, the unread bytes a reader gave back, while holding nothing itself.
+    mutating func adopt(_ bytes: PendingBytes)
 }
 
 /// The bytes received and not yet handed out, as an array and the index of the first unread byte, so
@@ -39,22 +44,96 @@ struct PendingBytes: Sendable {
         start += count
     }
 
+    /// The bytes not handed out, as an array of their own.
+    var unreadBytes: [UInt8] { start == 0 ? bytes : Array(bytes[start...]) }
+
+    /// Everything not handed out, taken out of `self`, which is left empty.
+    mutating func takeAll() -> PendingBytes {
+        defer { self = PendingBytes() }
+        return self
+    }
+
     subscript(offset: Int) -> UInt8 { bytes[start + offset] }
 }
 
 extension StreamConnection {
-    /// Reads the next chunk for an `AsyncSequence` step.
-    func nextChunk() async throws -> [UInt8]? {
-        try await withCheckedThrowingContinuation { continuation in
-            read().onResult(on: .none) { result in
-                continuation.resume(with: result)
+    /// The next frame `splitter` cuts from the connection's bytes, for an `AsyncSequence` step, or
+    /// `nil` at the end of the stream. The bytes are cut on the loop, and those after the frame go
+    /// back to the connection (`FutureReads.unread`) before the step completes: nothing is read
+    /// ahead of the consumer, and a reader that takes over after this one misses nothing.
+    func nextFrame<Splitter: FrameSplitter>(cutBy splitter: Splitter) async throws -> Splitter.Frame? {
+        let step = FrameStep(splitter)
+        return try await withCheckedThrowingContinuation { continuation in
+            onLoop { [self] in
+                loopNextFrame(step) { continuation.resume(with: $0) }
             }
+        }
+    }
+
+    /// `nextFrame(cutBy:)` in the loop's context: first from the bytes an earlier reader gave back,
+    /// then from chunk after chunk until a frame is complete.
+    private func loopNextFrame<Splitter: FrameSplitter>(
+        _ step: FrameStep<Splitter>, _ done: @escaping @Sendable (Swift.Result<Splitter.Frame?, Error>) -> Void
+    ) {
+        if case .futures(let reads) = readMode, reads.unread.count > 0 {
+            step.splitter.adopt(reads.unread.takeAll())
+            do {
+                if let frame = try step.splitter.next() {
+                    giveBack(step.splitter.takeUnread())
+                    done(.success(frame))
+                    return
+                }
+            } catch {
+                done(.failure(error))
+                return
+            }
+        }
+        readChunkIntoStep(step, done)
+    }
+
+    private func readChunkIntoStep<Splitter: FrameSplitter>(
+        _ step: FrameStep<Splitter>, _ done: @escaping @Sendable (Swift.Result<Splitter.Frame?, Error>) -> Void
+    ) {
+        // Completed in the loop's context, where the splitter is used.
+        read().onResult(on: .none) { [self] result in
+            do {
+                switch result {
+                case .success(let chunk?):
+                    step.splitter.append(chunk)
+                    guard let frame = try step.splitter.next() else {
+                        readChunkIntoStep(step, done)
+                        return
+                    }
+                    giveBack(step.splitter.takeUnread())
+                    done(.success(frame))
+                case .success(nil):
+                    done(.success(try step.splitter.finish()))
+                case .failure(let error):
+                    done(.failure(error))
+                }
+            } catch {
+                done(.failure(error))
+            }
+        }
+    }
+
+    /// Hands bytes a framed reader took from the socket but did not use back to the connection: the
+    /// next ``read()`` (or framed reader) gets them first. Loop context only.
+    func giveBack(_ bytes: PendingBytes) {
+        guard bytes.count > 0, case .futures(let reads) = readMode else { return }
+        if reads.unread.count == 0 {
+            reads.unread = bytes
+        } else {
+            // Given back by a reader that stopped while its last chunk was on its way: it follows
+            // the bytes given back before.
+            reads.unread.append(bytes.unreadBytes)
         }
     }
 
     /// A finite signal of the frames `splitter` cuts from the connection's bytes: each listener reads
     /// with ``read()`` (one chunk at a time, the next once the frames of this one were delivered), and
-    /// stops reading once it stops listening.
+    /// stops reading once it stops listening, giving the bytes it read and did not deliver back to the
+    /// connection.
     func framedSignal<Splitter: FrameSplitter>(
         _ makeSplitter: @escaping @Sendable () -> Splitter
     ) -> FiniteSignal<Splitter.Frame> {
@@ -67,14 +146,25 @@ extension StreamConnection {
     }
 }
 
+/// A splitter for the length of one `nextFrame(cutBy:)` step, used in the connection's loop context.
+final class FrameStep<Splitter: FrameSplitter>: @unchecked Sendable {
+    // @unchecked Sendable: `splitter` is used only in the connection's loop context, one step at a time.
+    var splitter: Splitter
+
+    init(_ splitter: Splitter) { self.splitter = splitter }
+}
+
 /// One listener's reading of a framed signal.
 final class SignalFrameReader<Splitter: FrameSplitter>: @unchecked Sendable {
-    // @unchecked Sendable: `splitter`, `pendingRead` and `isStopped` are guarded by `mutex`; the
-    // callback is called with the mutex released, so that a listener may stop listening from it.
+    // @unchecked Sendable: `splitter`, `pendingRead`, `isStopped` and `isDelivering` are guarded by
+    // `mutex`; the callback is called with the mutex released, so that a listener may stop listening
+    // from it.
     private let mutex = Flow.Mutex()
     private var splitter: Splitter
     private var pendingRead: Future<[UInt8]?>?
     private var isStopped = false
+    /// Whether `didRead` is handing out frames: it gives the unread bytes back if the listener stops.
+    private var isDelivering = false
     private let connection: StreamConnection
     private let callback: @Sendable (Event<Splitter.Frame>) -> Void
 
@@ -102,47 +192,73 @@ final class SignalFrameReader<Splitter: FrameSplitter>: @unchecked Sendable {
     }
 
     func stop() {
-        let read: Future<[UInt8]?>? = mutex.protect {
+        let (read, unread): (Future<[UInt8]?>?, PendingBytes?) = mutex.protect {
+            guard !isStopped else { return (nil, nil) }
             isStopped = true
             defer { pendingRead = nil }
-            return pendingRead
+            return (pendingRead, isDelivering ? nil : splitter.takeUnread())
         }
         read?.cancel()
+        if let unread, unread.count > 0 {
+            let connection = connection
+            connection.loop.inContext { connection.giveBack(unread) }
+        }
     }
 
+    /// In the loop's context, where the read completes: cuts the chunk into frames and hands them out
+    /// one at a time, so that a listener that stops after one leaves the rest to the next reader.
     private func didRead(_ result: Swift.Result<[UInt8]?, Error>) {
-        var frames: [Splitter.Frame] = []
-        var end: Event<Splitter.Frame>?
-        let stopped: Bool = mutex.protect {
+        let proceed: Bool = mutex.protect {
             pendingRead = nil
-            guard !isStopped else { return true }
-            do {
-                switch result {
-                case .success(let chunk?):
-                    splitter.append(chunk)
-                    while let frame = try splitter.next() { frames.append(frame) }
-                case .success(nil):
-                    while let frame = try splitter.next() { frames.append(frame) }
-                    if let last = try splitter.finish() { frames.append(last) }
-                    end = .end(nil)
-                case .failure(let error):
-                    end = .end(error)
+            if case .success(let chunk?) = result { splitter.append(chunk) }
+            guard !isStopped else { return false }
+            isDelivering = true
+            return true
+        }
+        guard proceed else {
+            // Stopped while the chunk was on its way: it goes back, after what `stop()` gave back.
+            giveBackUnread()
+            return
+        }
+        while true {
+            let step: (frame: Splitter.Frame?, end: Event<Splitter.Frame>?) = mutex.protect {
+                do {
+                    if let frame = try splitter.next() { return (frame, nil) }
+                    switch result {
+                    case .success(.some): return (nil, nil)
+                    case .success(nil): return (try splitter.finish(), .end(nil))
+                    case .failure(let error): return (nil, .end(error))
+                    }
+                } catch {
+                    return (nil, .end(error))
                 }
-            } catch {
-                end = .end(error)
             }
-            return false
+            if let frame = step.frame {
+                callback(.value(frame))
+                if mutex.protect({ isStopped }) {
+                    giveBackUnread()
+                    return
+                }
+                if step.end == nil { continue }
+            }
+            mutex.protect { isDelivering = false }
+            if let end = step.end {
+                if mutex.protect({ isStopped }) { return }
+                callback(end)
+            } else if !mutex.protect({ isStopped }) {
+                readNext()
+            } else {
+                giveBackUnread()
+            }
+            return
         }
-        guard !stopped else { return }
-        for frame in frames {
-            if mutex.protect({ isStopped }) { return }
-            callback(.value(frame))
+    }
+
+    private func giveBackUnread() {
+        let unread = mutex.protect { () -> PendingBytes in
+            isDelivering = false
+            return splitter.takeUnread()
         }
-        if let end {
-            if mutex.protect({ isStopped }) { return }
-            callback(end)
-        } else if !mutex.protect({ isStopped }) {
-            readNext()
-        }
+        connection.giveBack(unread)
     }
 }

@@ -17,8 +17,11 @@ extension StreamConnection {
     /// Back-pressure: the sequence reads from the socket with ``read()``, one chunk whenever its
     /// lines have all been taken, so a consumer that stops iterating stops the socket's reads. Bytes
     /// after the last line ending, when the peer closes its side, make a last line. A read error
-    /// ends the sequence with that error. The connection stays open when the sequence ends; it has
-    /// one way of reading, so use this, or ``read()``/``chunks``, or ``onRead(_:)``.
+    /// ends the sequence with that error. The connection stays open when the sequence ends. Bytes the
+    /// sequence took from the socket after the last line it handed out stay with the connection, so
+    /// another reader can take over (``read()``, ``chunks``, ``frames(lengthPrefix:maximumLength:)``,
+    /// another `lines`): a greeting line and the frames after it may arrive in one chunk. A handler
+    /// set with ``onRead(_:)`` cannot follow a sequence.
     public func lines(maximumLength: Int = 16 * 1024) -> StreamLines {
         StreamLines(connection: self, maximumLength: maximumLength)
     }
@@ -73,20 +76,19 @@ public struct StreamLines: AsyncSequence, Sendable {
     }
 }
 
-/// The step both framed sequences take: a frame from the bytes at hand, or another chunk.
+/// The step both framed sequences take: the next frame, cut on the connection's loop from the bytes
+/// given back by the step before and from new chunks (see `StreamConnection.nextFrame(cutBy:)`).
 func nextFrame<Splitter: FrameSplitter>(
     connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool
 ) async throws -> Splitter.Frame? {
     guard !isFinished else { return nil }
     do {
-        while true {
-            if let frame = try splitter.next() { return frame }
-            guard let chunk = try await connection.nextChunk() else {
-                isFinished = true
-                return try splitter.finish()
-            }
-            splitter.append(chunk)
+        // The splitter holds nothing between steps: what it did not cut went back to the connection.
+        guard let frame = try await connection.nextFrame(cutBy: splitter) else {
+            isFinished = true
+            return nil
         }
+        return frame
     } catch {
         isFinished = true
         throw error
@@ -151,5 +153,15 @@ struct LineSplitter: FrameSplitter {
         }
         pending.consume(count)
         return line
+    }
+
+    mutating func takeUnread() -> PendingBytes {
+        scanned = 0
+        return pending.takeAll()
+    }
+
+    mutating func adopt(_ bytes: PendingBytes) {
+        pending = bytes
+        scanned = 0
     }
 }

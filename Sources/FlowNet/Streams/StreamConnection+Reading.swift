@@ -241,6 +241,9 @@ enum ReadMode {
 /// The state of ``StreamConnection/read()``: chunks read ahead of demand, readers waiting for one, and
 /// how the stream ended.
 final class FutureReads {
+    /// Bytes a framed reader (``StreamConnection/lines(maximumLength:)``, ``StreamConnection/frames(lengthPrefix:maximumLength:)``
+    /// and their signals) took from the socket and did not hand out: they come before `chunks`.
+    var unread = PendingBytes()
     var chunks: [[UInt8]] = []
     private var firstChunk = 0
     var waiting: [PendingResult<[UInt8]?>] = []
@@ -248,6 +251,7 @@ final class FutureReads {
     var end: Swift.Result<Void, EventLoopError>?
 
     func popChunk() -> [UInt8]? {
+        if unread.count > 0 { return unread.takeAll().unreadBytes }
         guard firstChunk < chunks.count else { return nil }
         let chunk = chunks[firstChunk]
         firstChunk += 1
