@@ -152,7 +152,8 @@ let package = Package(
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
         .executableTarget(name: "AsyncMainProbe", dependencies: ["Flow"], path: "Tests/Probes/AsyncMainProbe"),
         // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
-        .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet"], path: "Tests/Probes/MisuseProbe"),
+        .executableTarget(
+            name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet", "FlowMetrics"], path: "Tests/Probes/MisuseProbe"),
         // Issue #30: libuv's allocator and the system calls libuv makes, failed on purpose from a seed;
         // linked only into FaultProbe, whose runs Tests/FlowReliabilityTests/FaultSweepTests sweeps.
         .target(name: "CFaultInjection", dependencies: ["CLibUV"], path: "Tests/FaultInjection"),
