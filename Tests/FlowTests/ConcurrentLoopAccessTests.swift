@@ -75,3 +75,30 @@ struct ConcurrentLoopAccessTests {
         }
     }
 }
+
+/// A blocking call to a loop that does not run its work is reported in debug builds after a while,
+/// naming the call (issue #39, item 12).
+@Suite("A blocking call to a loop that makes no progress")
+struct BlockedLoopWaitReportTests {
+    #if DEBUG
+        @Test("performAndWait on a loop whose thread is blocked reports the waiting call, then returns once the loop runs")
+        func blockedWaitIsReported() {
+            let loop = EventLoop.startOnNewThread(name: "test.blockedWait")
+            defer { loop.shutdown() }
+            let gate = DispatchSemaphore(value: 0)
+            loop.execute { gate.wait() }   // the loop's thread is blocked until the report comes
+            let reports = Shared<[String]>([])
+            let value = BlockedLoopWaitReport.redirect(after: .milliseconds(100), to: { message in
+                guard message.contains("'test.blockedWait'") else { return }
+                reports.mutate { $0.append(message) }
+                gate.signal()
+            }) {
+                loop.performAndWait { 42 }
+            }
+            #expect(value == 42)
+            #expect(reports.value.count == 1)
+            #expect(reports.value.first?.hasPrefix(
+                "EventLoop.performAndWait: this thread has waited 100 ms for the event loop 'test.blockedWait' to run its work, and it has not") == true)
+        }
+    #endif
+}
