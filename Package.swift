@@ -147,6 +147,8 @@ let package = Package(
 
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
         .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),
+        // The same for FlowNet's frame readers (length prefixes and lines), which peers feed.
+        .executableTarget(name: "FrameReaderFuzzer", dependencies: ["FlowNet"], path: "Fuzz/FrameReaderFuzzer"),
 
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),

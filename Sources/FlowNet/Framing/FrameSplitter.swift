@@ -1,8 +1,8 @@
 import Flow
 
 /// Cuts a connection's chunks into frames: the part that ``StreamLines`` and ``StreamFrames`` (and
-/// their signals) do not share.
-protocol FrameSplitter: Sendable {
+/// their signals) do not share. Package-visible for the frame reader's fuzzer (Fuzz/FrameReaderFuzzer).
+package protocol FrameSplitter: Sendable {
     associatedtype Frame: Sendable
     /// Adds a chunk as it arrived.
     mutating func append(_ chunk: [UInt8])
@@ -15,15 +15,19 @@ protocol FrameSplitter: Sendable {
     mutating func takeUnread() -> PendingBytes
     /// Starts from `bytes`, the unread bytes a reader gave back, while holding nothing itself.
     mutating func adopt(_ bytes: PendingBytes)
+    /// How many bytes the splitter holds, not yet cut into frames.
+    var unreadCount: Int { get }
 }
 
 /// The bytes received and not yet handed out, as an array and the index of the first unread byte, so
 /// that handing out a frame moves nothing.
-struct PendingBytes: Sendable {
+package struct PendingBytes: Sendable {
     private(set) var bytes: [UInt8] = []
     private(set) var start = 0
 
-    var count: Int { bytes.count - start }
+    package init() {}
+
+    package var count: Int { bytes.count - start }
 
     mutating func append(_ chunk: [UInt8]) {
         if start == bytes.count {
@@ -45,7 +49,7 @@ struct PendingBytes: Sendable {
     }
 
     /// The bytes not handed out, as an array of their own.
-    var unreadBytes: [UInt8] { start == 0 ? bytes : Array(bytes[start...]) }
+    package var unreadBytes: [UInt8] { start == 0 ? bytes : Array(bytes[start...]) }
 
     /// Everything not handed out, taken out of `self`, which is left empty.
     mutating func takeAll() -> PendingBytes {
@@ -58,28 +62,29 @@ struct PendingBytes: Sendable {
 
 extension StreamConnection {
     /// The next frame `splitter` cuts from the connection's bytes, for an `AsyncSequence` step, or
-    /// `nil` at the end of the stream. The bytes are cut on the loop, and those after the frame go
-    /// back to the connection (`FutureReads.unread`) before the step completes: nothing is read
-    /// ahead of the consumer, and a reader that takes over after this one misses nothing.
-    func nextFrame<Splitter: FrameSplitter>(cutBy splitter: Splitter) async throws -> Splitter.Frame? {
-        let step = FrameStep(splitter)
-        return try await withCheckedThrowingContinuation { continuation in
+    /// `nil` at the end of the stream, once the splitter has no frame at hand: the bytes are read and
+    /// cut on the loop. Bytes another reader gave back come first. Nothing is read ahead of the
+    /// consumer, and the bytes the splitter holds after the frame stay claimable by the connection
+    /// for whoever reads next (see `claimHeldBytes(except:)`).
+    func nextFrame<Core: FrameSplitter>(cutBy splitter: SharedSplitter<Core>) async throws -> Core.Frame? {
+        try await withCheckedThrowingContinuation { continuation in
             onLoop { [self] in
-                loopNextFrame(step) { continuation.resume(with: $0) }
+                loopNextFrame(splitter) { continuation.resume(with: $0) }
             }
         }
     }
 
-    /// `nextFrame(cutBy:)` in the loop's context: first from the bytes an earlier reader gave back,
-    /// then from chunk after chunk until a frame is complete.
-    private func loopNextFrame<Splitter: FrameSplitter>(
-        _ step: FrameStep<Splitter>, _ done: @escaping @Sendable (Swift.Result<Splitter.Frame?, Error>) -> Void
+    /// `nextFrame(cutBy:)` in the loop's context: first from the bytes given back or held by another
+    /// reader, then from chunk after chunk until a frame is complete.
+    private func loopNextFrame<Core: FrameSplitter>(
+        _ splitter: SharedSplitter<Core>, _ done: @escaping @Sendable (Swift.Result<Core.Frame?, Error>) -> Void
     ) {
+        claimHeldBytes(except: splitter)
         if case .futures(let reads) = readMode, reads.unread.count > 0 {
-            step.splitter.adopt(reads.unread.takeAll())
+            splitter.append(reads.unread.takeAll())
             do {
-                if let frame = try step.splitter.next() {
-                    giveBack(step.splitter.takeUnread())
+                if let frame = try splitter.next() {
+                    holdBytes(of: splitter)
                     done(.success(frame))
                     return
                 }
@@ -88,26 +93,26 @@ extension StreamConnection {
                 return
             }
         }
-        readChunkIntoStep(step, done)
+        readChunk(into: splitter, done)
     }
 
-    private func readChunkIntoStep<Splitter: FrameSplitter>(
-        _ step: FrameStep<Splitter>, _ done: @escaping @Sendable (Swift.Result<Splitter.Frame?, Error>) -> Void
+    private func readChunk<Core: FrameSplitter>(
+        into splitter: SharedSplitter<Core>, _ done: @escaping @Sendable (Swift.Result<Core.Frame?, Error>) -> Void
     ) {
-        // Completed in the loop's context, where the splitter is used.
-        read().onResult(on: .none) { [self] result in
+        // Completed in the loop's context.
+        read(claimingHeldBytesExcept: splitter).onResult(on: .none) { [self] result in
             do {
                 switch result {
                 case .success(let chunk?):
-                    step.splitter.append(chunk)
-                    guard let frame = try step.splitter.next() else {
-                        readChunkIntoStep(step, done)
+                    splitter.append(chunk)
+                    guard let frame = try splitter.next() else {
+                        readChunk(into: splitter, done)
                         return
                     }
-                    giveBack(step.splitter.takeUnread())
+                    holdBytes(of: splitter)
                     done(.success(frame))
                 case .success(nil):
-                    done(.success(try step.splitter.finish()))
+                    done(.success(try splitter.finish()))
                 case .failure(let error):
                     done(.failure(error))
                 }
@@ -117,14 +122,33 @@ extension StreamConnection {
         }
     }
 
-    /// Hands bytes a framed reader took from the socket but did not use back to the connection: the
-    /// next ``read()`` (or framed reader) gets them first. Loop context only.
+    /// Records that `splitter` holds bytes of this connection not yet handed out, so that another
+    /// reader claims them before reading the socket. Loop context only.
+    private func holdBytes<Core: FrameSplitter>(of splitter: SharedSplitter<Core>) {
+        guard case .futures(let reads) = readMode else { return }
+        reads.holder = splitter
+    }
+
+    /// Takes the bytes a framed sequence took from the socket and did not hand out (unless it is
+    /// `reader`, which is reading on) back into the connection, ahead of what was given back: a
+    /// reader that takes over after a sequence misses nothing. Loop context only.
+    func claimHeldBytes(except reader: HeldBytes? = nil) {
+        guard case .futures(let reads) = readMode, let holder = reads.holder, holder !== reader else { return }
+        reads.holder = nil
+        var held = holder.takeUnread()
+        guard held.count > 0 else { return }
+        if reads.unread.count > 0 { held.append(reads.unread.unreadBytes) }
+        reads.unread = held
+    }
+
+    /// Hands bytes a framed signal's listener took from the socket but did not deliver back to the
+    /// connection: the next ``read()`` (or framed reader) gets them first. Loop context only.
     func giveBack(_ bytes: PendingBytes) {
         guard bytes.count > 0, case .futures(let reads) = readMode else { return }
         if reads.unread.count == 0 {
             reads.unread = bytes
         } else {
-            // Given back by a reader that stopped while its last chunk was on its way: it follows
+            // Given back by a listener that stopped while its last chunk was on its way: it follows
             // the bytes given back before.
             reads.unread.append(bytes.unreadBytes)
         }
@@ -146,12 +170,36 @@ extension StreamConnection {
     }
 }
 
-/// A splitter for the length of one `nextFrame(cutBy:)` step, used in the connection's loop context.
-final class FrameStep<Splitter: FrameSplitter>: @unchecked Sendable {
-    // @unchecked Sendable: `splitter` is used only in the connection's loop context, one step at a time.
-    var splitter: Splitter
+/// What holds bytes of a connection that it read and did not hand out: a framed sequence's splitter.
+protocol HeldBytes: AnyObject, Sendable {
+    /// The bytes, taken out.
+    func takeUnread() -> PendingBytes
+}
 
-    init(_ splitter: Splitter) { self.splitter = splitter }
+/// The splitter of one framed `AsyncSequence`, shared by its steps (on whatever thread the consumer's
+/// task runs) and by its connection's loop, which claims the bytes not yet cut when another reader
+/// takes over.
+final class SharedSplitter<Core: FrameSplitter>: HeldBytes, @unchecked Sendable {
+    // @unchecked Sendable: `core` is guarded by `mutex`, which no call holds while running other code.
+    private let mutex = Flow.Mutex()
+    private var core: Core
+
+    init(_ core: Core) { self.core = core }
+
+    func append(_ bytes: PendingBytes) {
+        mutex.protect {
+            if core.unreadCount == 0 {
+                core.adopt(bytes)
+            } else {
+                core.append(bytes.unreadBytes)
+            }
+        }
+    }
+
+    func append(_ chunk: [UInt8]) { mutex.protect { core.append(chunk) } }
+    func next() throws -> Core.Frame? { try mutex.protect { try core.next() } }
+    func finish() throws -> Core.Frame? { try mutex.protect { try core.finish() } }
+    func takeUnread() -> PendingBytes { mutex.protect { core.takeUnread() } }
 }
 
 /// One listener's reading of a framed signal.

@@ -53,7 +53,9 @@ extension StreamConnection {
     /// Back-pressure as for ``lines(maximumLength:)``: a chunk is read only when a frame is asked for
     /// and not already at hand. The peer closing its side between frames ends the sequence; closing
     /// it inside a frame (or its prefix) fails it with
-    /// ``FramingError/endOfStreamInsideFrame(receivedBytes:)``, never with a shorter frame.
+    /// ``FramingError/endOfStreamInsideFrame(receivedBytes:)``, never with a shorter frame. Bytes the
+    /// sequence took from the socket after the last frame it handed out stay with the connection for
+    /// the next reader, as with ``lines(maximumLength:)``.
     public func frames(lengthPrefix: LengthPrefix, maximumLength: Int) -> StreamFrames {
         LengthPrefixedSplitter.checkMaximumLength(maximumLength, caller: "frames(lengthPrefix:maximumLength:)")
         return StreamFrames(connection: self, lengthPrefix: lengthPrefix, maximumLength: maximumLength)
@@ -110,14 +112,14 @@ public struct StreamFrames: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> Iterator {
         Iterator(
             connection: connection,
-            splitter: LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength)
+            splitter: SharedSplitter(LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength))
         )
     }
 
     /// Reads frame after frame.
     public struct Iterator: AsyncIteratorProtocol {
         let connection: StreamConnection
-        var splitter: LengthPrefixedSplitter
+        var splitter: SharedSplitter<LengthPrefixedSplitter>
         var isFinished = false
 
         /// The next frame, or `nil` once the peer has closed its side between two frames.
@@ -128,12 +130,12 @@ public struct StreamFrames: AsyncSequence, Sendable {
 }
 
 /// Cuts bytes into frames, each after its length.
-struct LengthPrefixedSplitter: FrameSplitter {
+package struct LengthPrefixedSplitter: FrameSplitter {
     let lengthPrefix: LengthPrefix
     let maximumLength: Int
     private var pending = PendingBytes()
 
-    init(lengthPrefix: LengthPrefix, maximumLength: Int) {
+    package init(lengthPrefix: LengthPrefix, maximumLength: Int) {
         self.lengthPrefix = lengthPrefix
         self.maximumLength = maximumLength
     }
@@ -146,11 +148,11 @@ struct LengthPrefixedSplitter: FrameSplitter {
             "StreamConnection.\(caller): the maximum length must not be negative, not \(maximumLength)")
     }
 
-    mutating func append(_ chunk: [UInt8]) {
+    package mutating func append(_ chunk: [UInt8]) {
         pending.append(chunk)
     }
 
-    mutating func next() throws -> [UInt8]? {
+    package mutating func next() throws -> [UInt8]? {
         let prefixSize = lengthPrefix.byteCount
         guard pending.count >= prefixSize else { return nil }
         var length: UInt64 = 0
@@ -171,16 +173,18 @@ struct LengthPrefixedSplitter: FrameSplitter {
         return frame
     }
 
-    mutating func finish() throws -> [UInt8]? {
+    package mutating func finish() throws -> [UInt8]? {
         guard pending.count == 0 else { throw FramingError.endOfStreamInsideFrame(receivedBytes: pending.count) }
         return nil
     }
 
-    mutating func takeUnread() -> PendingBytes {
+    package mutating func takeUnread() -> PendingBytes {
         pending.takeAll()
     }
 
-    mutating func adopt(_ bytes: PendingBytes) {
+    package var unreadCount: Int { pending.count }
+
+    package mutating func adopt(_ bytes: PendingBytes) {
         pending = bytes
     }
 }

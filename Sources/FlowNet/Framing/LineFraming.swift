@@ -60,13 +60,13 @@ public struct StreamLines: AsyncSequence, Sendable {
 
     /// Makes the iterator.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(connection: connection, splitter: LineSplitter(maximumLength: maximumLength))
+        Iterator(connection: connection, splitter: SharedSplitter(LineSplitter(maximumLength: maximumLength)))
     }
 
     /// Reads line after line.
     public struct Iterator: AsyncIteratorProtocol {
         let connection: StreamConnection
-        var splitter: LineSplitter
+        var splitter: SharedSplitter<LineSplitter>
         var isFinished = false
 
         /// The next line, or `nil` once the peer has closed its side and every line was read.
@@ -76,14 +76,17 @@ public struct StreamLines: AsyncSequence, Sendable {
     }
 }
 
-/// The step both framed sequences take: the next frame, cut on the connection's loop from the bytes
-/// given back by the step before and from new chunks (see `StreamConnection.nextFrame(cutBy:)`).
-func nextFrame<Splitter: FrameSplitter>(
-    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool
-) async throws -> Splitter.Frame? {
+/// The step both framed sequences take: a frame from the bytes the sequence holds (without leaving
+/// the consumer's thread), or one cut on the connection's loop from the bytes given back and from new
+/// chunks (see `StreamConnection.nextFrame(cutBy:)`).
+func nextFrame<Core: FrameSplitter>(
+    connection: StreamConnection, splitter: inout SharedSplitter<Core>, isFinished: inout Bool
+) async throws -> Core.Frame? {
     guard !isFinished else { return nil }
     do {
-        // The splitter holds nothing between steps: what it did not cut went back to the connection.
+        // The connection may have claimed these bytes for another reader meanwhile: then there is no
+        // frame here, and the loop hands them back first.
+        if let frame = try splitter.next() { return frame }
         guard let frame = try await connection.nextFrame(cutBy: splitter) else {
             isFinished = true
             return nil
@@ -96,22 +99,22 @@ func nextFrame<Splitter: FrameSplitter>(
 }
 
 /// Cuts bytes into lines at `\n`, dropping a `\r` right before it.
-struct LineSplitter: FrameSplitter {
+package struct LineSplitter: FrameSplitter {
     let maximumLength: Int
     private var pending = PendingBytes()
     /// How far from the start of `pending` no `\n` was found, so that a line trickled in byte by byte
     /// is scanned once.
     private var scanned = 0
 
-    init(maximumLength: Int) {
+    package init(maximumLength: Int) {
         self.maximumLength = maximumLength
     }
 
-    mutating func append(_ chunk: [UInt8]) {
+    package mutating func append(_ chunk: [UInt8]) {
         pending.append(chunk)
     }
 
-    mutating func next() throws -> String? {
+    package mutating func next() throws -> String? {
         let count = pending.count
         let start = pending.start
         let found: Int? = pending.bytes.withUnsafeBufferPointer { buffer in
@@ -142,7 +145,7 @@ struct LineSplitter: FrameSplitter {
         return line
     }
 
-    mutating func finish() throws -> String? {
+    package mutating func finish() throws -> String? {
         // Called once `next()` returned nil: what is left has no `\n`, and is no longer than allowed.
         let count = pending.count
         guard count > 0 else { return nil }
@@ -155,12 +158,14 @@ struct LineSplitter: FrameSplitter {
         return line
     }
 
-    mutating func takeUnread() -> PendingBytes {
+    package mutating func takeUnread() -> PendingBytes {
         scanned = 0
         return pending.takeAll()
     }
 
-    mutating func adopt(_ bytes: PendingBytes) {
+    package var unreadCount: Int { pending.count }
+
+    package mutating func adopt(_ bytes: PendingBytes) {
         pending = bytes
         scanned = 0
     }
