@@ -34,6 +34,13 @@ struct ConcurrentLoopAccessTests {
         #expect(loop.activeResources().isEmpty)
     }
 
+    @Test("EventLoop.main.activeResources() from another thread while dispatchMain() drives the main loop, which schedules timers")
+    func mainLoopResourcesUnderDispatchMain() throws {
+        let run = try runProbe("activeResourcesUnderDispatchMain")
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(run.output.contains("listed the main loop's resources 2000 times"))
+    }
+
     @Test("activeResources() from several threads while the loop runs on its own thread gives each the list")
     func activeResourcesFromManyThreads() {
         let loop = EventLoop.startOnNewThread(name: "test.manyInspectors")
