@@ -293,12 +293,6 @@ public final class EventLoop: @unchecked Sendable {
         return body()
     }
 
-    /// Whether ``close()`` has begun (or completed): the loop's libuv state is, or is about to be, gone.
-    var isClosingOrClosed: Bool {
-        let state = lifecycle.load(ordering: .acquiring)
-        return state == Lifecycle.closing || state == Lifecycle.closed
-    }
-
     private func endRunning() {
         lifecycle.store(Lifecycle.idle, ordering: .releasing)
     }
