@@ -147,6 +147,8 @@ let package = Package(
 
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
         .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),
+        // The same for FlowNet's frame readers (length prefixes and lines), which peers feed.
+        .executableTarget(name: "FrameReaderFuzzer", dependencies: ["FlowNet"], path: "Fuzz/FrameReaderFuzzer"),
 
         // A child process for the tests that need a real main thread.
         .executableTarget(name: "MainLoopProbe", dependencies: ["Flow"], path: "Tests/Probes/MainLoopProbe"),
@@ -157,7 +159,8 @@ let package = Package(
             path: "Tests/Probes/RunReturnProbe"
         ),
         // Each stopping misuse of Docs/MisuseMatrix.md, run by the tests from debug and release builds.
-        .executableTarget(name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet"], path: "Tests/Probes/MisuseProbe"),
+        .executableTarget(
+            name: "MisuseProbe", dependencies: ["Flow", "Deferred", "FlowNet", "FlowMetrics"], path: "Tests/Probes/MisuseProbe"),
         // Issue #30: libuv's allocator and the system calls libuv makes, failed on purpose from a seed;
         // linked only into FaultProbe, whose runs Tests/FlowReliabilityTests/FaultSweepTests sweeps.
         .target(name: "CFaultInjection", dependencies: ["CLibUV"], path: "Tests/FaultInjection"),

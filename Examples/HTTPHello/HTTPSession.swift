@@ -67,6 +67,9 @@ final class HTTPSession {
         registry = SessionRegistry.of(connection.loop, settings: settings)
         registry?.admit(self)
         moveDeadline(by: settings.requestTimeout)
+        // Closed by someone else (a graceful stop's deadline, the loop shutting down): the deadline
+        // timer must go too, or it would keep the loop running until it fires.
+        connection.closing.whenClosed { [self] in closeNow() }
         connection.onRead { [self] event in
             switch event {
             case .bytes(let bytes): received(bytes)

@@ -33,7 +33,9 @@ public enum FlowMetrics {
     ///
     /// - Parameters:
     ///   - loop: the loop to watch.
-    ///   - interval: seconds between samples (and the timer whose lateness is the lag).
+    ///   - interval: seconds between samples (and the timer whose lateness is the lag): a finite number
+    ///     of seconds, at most a year; less than a millisecond counts as one. An interval that is not
+    ///     finite, or longer than a year, stops the program with a message.
     ///   - label: the prefix of the metrics' labels.
     ///   - dimensions: dimensions added to `("loop", loop.name)`.
     ///   - liveFutures: a counter whose value to report as `<label>_live_futures`.
@@ -44,6 +46,9 @@ public enum FlowMetrics {
         dimensions: [(String, String)] = [], liveFutures: LiveFutureCount? = nil,
         factory: MetricsFactory = MetricsSystem.factory
     ) -> Disposable {
+        misusePrecondition(
+            interval.isFinite && interval <= maximumInterval,
+            "FlowMetrics.start(every:): the interval must be a finite number of seconds, at most a year (\(Int(maximumInterval))), not \(interval)")
         let dimensions = [("loop", loop.name)] + dimensions
         let sampler = LoopSampler(
             loop: loop,
@@ -62,6 +67,10 @@ public enum FlowMetrics {
         }
         return Disposer { sampler.stop() }
     }
+
+    /// The longest interval between samples, in seconds: a year, far within what a deadline in
+    /// nanoseconds can hold.
+    static let maximumInterval: Double = 365 * 24 * 3600
 }
 
 /// One loop's sampling: a chain of one-shot timers on the loop, each measuring its own lateness.

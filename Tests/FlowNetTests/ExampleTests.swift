@@ -113,4 +113,31 @@ struct ExampleTests {
             #expect(answer.isEmpty || answer.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"), "got \(answer)")
         }
     }
+
+    @Test("HTTPHello on SIGTERM closes what is left at its 5 s deadline and exits, whatever its sessions' own timeouts")
+    func httpHelloExitsAtItsGraceDeadline() throws {
+        for loops in ["1", "2"] {
+            // Session timeouts far beyond the guard: before, a session's timer outlived the connection
+            // the graceful stop had closed, and kept the loop running until it fired.
+            let server = try ExampleProcess(
+                "HTTPHello",
+                arguments: ["--port", "0", "--loops", loops, "--request-timeout", "600", "--idle-timeout", "600"],
+                killAfterSeconds: 60)
+            defer { server.stop() }
+            let line = try #require(server.readLine())
+            let port = try #require(listeningPort(in: line, after: "HTTPHello listening on 127.0.0.1:"), "printed: \(line)")
+            // Half a head, then nothing; and an answered request, then idle on a kept-alive connection.
+            let halfSent = try LoopbackClient(port: port)
+            halfSent.send("GET / HTTP/1.1\r\nHost: 127.0")
+            let idle = try LoopbackClient(port: port)
+            idle.send("GET / HTTP/1.1\r\n\r\n")
+            #expect(idle.receive { $0.hasSuffix("Hello, World!") }.hasSuffix("Hello, World!"))
+            server.send(SIGTERM)
+            #expect(server.readLine()?.hasPrefix("HTTPHello received") == true)
+            #expect(server.readLine(where: { $0.hasPrefix("HTTPHello stopped") }) != nil)
+            #expect(server.waitForExit() == 0)
+            #expect(halfSent.receiveToEnd() == "")
+            #expect(idle.receiveToEnd() == "")
+        }
+    }
 }

@@ -126,13 +126,13 @@ struct ListenerResourceTests {
         }
     }
 
-    @Test("closeGracefully with a negative deadline closes the open connections at once")
-    func gracefulCloseWithNegativeDeadline() async throws {
-        try await withCountedLoop("graceful.negative") { loop in
+    @Test("closeGracefully with a zero deadline closes the open connections at once")
+    func gracefulCloseWithZeroDeadline() async throws {
+        try await withCountedLoop("graceful.zero") { loop in
             let listener = try TCPListener.listen(port: 0, on: loop) { _ in }
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
             try await waitUntil(listener.openConnections, is: 1)
-            #expect(try await listener.closeGracefully(deadline: -1).get() == 1)
+            #expect(try await listener.closeGracefully(deadline: 0).get() == 1)
             #expect(try await client.read().get() == nil)
             try await client.close().get()
         }

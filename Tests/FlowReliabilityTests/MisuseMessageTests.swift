@@ -34,6 +34,18 @@ struct MisuseMessageTests {
         "listenerGroupWithoutLoops": "TCPListenerGroup.listen: give at least one loop",
         "bindOnALoopNotRunning": "UDPSocket.bind: the loop 'probe.idle' is not running, so nothing would run this and the caller would wait for ever",
         "tcpSendOnClosedMainLoop": "TCPConnection.send: the loop 'flow.main' is closed, so its handles cannot be used any more",
+        "closeGracefullyWithNaN":
+            "TCPListener.closeGracefully(deadline:): the deadline must be 0 or more seconds (.infinity waits for every connection to close), not nan",
+        "closeGracefullyWithNegativeDeadline":
+            "TCPListener.closeGracefully(deadline:): the deadline must be 0 or more seconds (.infinity waits for every connection to close), not -1.0",
+        "metricsEveryInfinity":
+            "FlowMetrics.start(every:): the interval must be a finite number of seconds, at most a year (31536000), not inf",
+        "metricsEveryNaN":
+            "FlowMetrics.start(every:): the interval must be a finite number of seconds, at most a year (31536000), not nan",
+        "metricsEveryHugeInterval":
+            "FlowMetrics.start(every:): the interval must be a finite number of seconds, at most a year (31536000), not 1e+20",
+        "negativeFrameMaximum":
+            "StreamConnection.frames(lengthPrefix:maximumLength:): the maximum length must not be negative, not -1",
     ]
 
     static var cases: [String] { expectedMessages.keys.sorted() }

@@ -42,9 +42,11 @@ struct SystemResourceTests {
         let piped = try ChildProcess.spawn("/bin/cat", standardInput: .pipe, standardOutput: .pipe, on: loop)
         piped.standardOutput?.onRead { _ in }
         let pid = piped.processIdentifier
+        // Every open connection is listed, the standard input nobody reads included.
         #expect(Set(named()) == [
             LoopResource(kind: .childProcess, summary: "child process \(pid) (/bin/cat)"),
             LoopResource(kind: .connection, summary: "standard output of child process \(pid)"),
+            LoopResource(kind: .connection, summary: "standard input of child process \(pid)"),
         ])
         try await piped.standardInput!.close().get()
         _ = try await piped.exit.get()

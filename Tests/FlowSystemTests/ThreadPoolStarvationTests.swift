@@ -1,5 +1,6 @@
 import Dispatch
 import Flow
+import FlowNet
 import FlowSystem
 import Foundation
 import Testing
@@ -65,6 +66,32 @@ struct ThreadPoolStarvationTests {
         }
         #expect(running.value.most <= ThreadPool.blockingWorkLimit)
         #expect(ThreadPool.blockingWorkLimit < ThreadPool.size || ThreadPool.size == 1)
+    }
+
+    @Test("name lookups count against the blocking-work limit: with its slots held, a lookup waits while a status runs")
+    func nameLookupsShareTheBlockingLimit() throws {
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        try withLoopOnOwnThread(name: "test.lookups") { loop in
+            let blockers = (0..<ThreadPool.blockingWorkLimit).map { _ in
+                ThreadPool.run(on: loop, mayBlock: true) {
+                    started.signal()
+                    release.wait()
+                }
+            }
+            for _ in blockers { started.wait() }
+            // Every slot is held: the lookup waits its turn, as a hanging resolver's lookups would,
+            // and the pool's other threads stay free for file work.
+            let lookup = NameResolver.resolve(host: "localhost", service: "80", on: loop)
+            let status = result(of: FileSystem.status(ofItemAt: "/", on: loop), within: hangGuardSeconds)
+            #expect(try status?.get().isDirectory == true)
+            #expect(lookup.result == nil)
+            release.signal()
+            let addresses = try #require(result(of: lookup, within: hangGuardSeconds)).get()
+            #expect(!addresses.isEmpty)
+            for _ in blockers.dropFirst() { release.signal() }
+            for blocker in blockers { _ = result(of: blocker, within: hangGuardSeconds) }
+        }
     }
 
     @Test("the pool's size is fixed once the pool is in use, and within 1...1024: other sizes are refused")

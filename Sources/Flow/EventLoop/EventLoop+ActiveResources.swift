@@ -1,4 +1,6 @@
 import CLibUV
+import Dispatch
+import Synchronization
 
 /// One thing that keeps an ``EventLoop`` running: ``EventLoop/run()`` does not return while it lasts.
 ///
@@ -93,15 +95,42 @@ extension EventLoop {
     /// //   keep-alive token: not yet disposed (made at App/Worker.swift:12)
     /// ```
     ///
-    /// Callable from any thread: off the loop, while the loop runs, the list is made on the loop and
-    /// the caller waits for it. An empty list means ``run()`` returns once the work now running ends.
+    /// Callable from any thread. Off the loop, the list is made on the loop while something runs it
+    /// (the caller waits for it), or by the caller while nothing does (``run()`` and ``close()``
+    /// wait meanwhile); for ``main``, always in the main context. A closed loop (after ``close()`` or
+    /// ``shutdown()``) has nothing keeping it running: the list is empty. Every open connection is
+    /// listed, whatever it is doing (just accepted, between two reads); everything else listed keeps
+    /// ``run()`` from returning, and an empty list means it returns once the work now running ends.
     public func activeResources() -> [LoopResource] {
-        if isInLoopContext || !isRunning {
-            return collectActiveResources()
+        if isInLoopContext {
+            return isClosed ? [] : collectActiveResources()
         }
-        return scheduler.sync { collectActiveResources() }
+        if !isMainLoop, let resources = whileIdle({ collectActiveResources() }) {
+            return resources
+        }
+        // Running (or, for `main`, served by whichever driver the main thread uses): only the
+        // loop's context may read libuv's state, so the list is made there.
+        let request = ResourceListRequest()
+        do {
+            try submit { [self] in
+                if request.claim() { request.finish(isClosed ? [] : collectActiveResources()) }
+            }
+        } catch {
+            return []
+        }
+        while true {
+            if let resources = request.wait(seconds: 0.01) { return resources }
+            // The job has not run yet. A loop other than `main` may have stopped with it queued (a
+            // `stop()`, a loop its owner runs now and then): read it while it is idle, not counting
+            // that job. `main` must wait for its context: the main thread may touch it any time.
+            if isMainLoop { continue }
+            if isClosed, request.claim() { return [] }
+            if let resources = whileIdle({ request.claim() ? collectActiveResources(ownJobsQueued: 1) : nil }),
+               let resources {
+                return resources
+            }
+        }
     }
-
     /// ``activeResources()`` as text for a log: one line naming the loop and the count, then one
     /// indented line per resource.
     public func describeActiveResources() -> String {
@@ -154,13 +183,14 @@ extension EventLoop {
         _ = resourceRegistry.withLock { $0.keepAliveTokens.removeValue(forKey: id) }
     }
 
-    /// The list, made in the loop's context (or while nothing runs the loop).
-    private func collectActiveResources() -> [LoopResource] {
+    /// The list, made in the loop's context (or while nothing runs the loop), leaving out
+    /// `ownJobsQueued` jobs that ``activeResources()`` queued itself.
+    private func collectActiveResources(ownJobsQueued: Int = 0) -> [LoopResource] {
         var resources: [LoopResource] = []
         let (named, tokens) = resourceRegistry.withLock { ($0.namedHandles, $0.keepAliveTokens) }
         resources += tokens.sorted { $0.key < $1.key }.map(\.value)
 
-        let queued = queuedWorkCount
+        let queued = queuedWorkCount - ownJobsQueued
         if queued > 0 {
             resources.append(LoopResource(kind: .queuedWork, summary: "\(queued) job\(queued == 1 ? "" : "s") not yet run"))
         }
@@ -182,14 +212,18 @@ extension EventLoop {
         // Every handle that is active and referenced keeps `uv_run` going; the loop's own are
         // accounted for above (the wake-up handle, the deadline timer, the drain handle, the
         // main-queue watch).
-        var walk = HandleWalk(ownHandles: loopOwnHandles)
+        // Open connections too, whatever they are doing: one just accepted, or between two reads of
+        // a request, is not active in libuv's terms, yet it is what the program is there for.
+        let connections = Set(named.filter { $0.value.kind == .connection }.map(\.key))
+        var walk = HandleWalk(ownHandles: loopOwnHandles, connections: connections)
         withUnsafeMutablePointer(to: &walk) { walkPointer in
             uv_walk(uvLoop, { handle, context in
                 guard let handle, let context else { return }
                 let walk = context.assumingMemoryBound(to: HandleWalk.self)
                 let address = UInt(bitPattern: UnsafeMutableRawPointer(handle))
-                guard !walk.pointee.ownHandles.contains(address), uv_is_closing(handle) == 0,
-                      uv_is_active(handle) != 0, uv_has_ref(handle) != 0 else { return }
+                guard !walk.pointee.ownHandles.contains(address), uv_is_closing(handle) == 0 else { return }
+                guard walk.pointee.connections.contains(address)
+                    || (uv_is_active(handle) != 0 && uv_has_ref(handle) != 0) else { return }
                 walk.pointee.found.append((address, String(cString: uv_handle_type_name(handle.pointee.type))))
             }, walkPointer)
         }
@@ -203,5 +237,31 @@ extension EventLoop {
 /// What `uv_walk`'s callback collects.
 private struct HandleWalk {
     let ownHandles: Set<UInt>
+    /// The named connections, listed even while libuv counts them inactive.
+    let connections: Set<UInt>
     var found: [(address: UInt, typeName: String)] = []
+}
+
+/// A list of resources that ``EventLoop/activeResources()`` asked the loop for: made by the loop's job,
+/// or by the caller once the loop is idle, whichever claims it first.
+private final class ResourceListRequest: Sendable {
+    private let isClaimed = Atomic<Bool>(false)
+    private let resources = Locked<[LoopResource]?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Whether the caller is the one to make the list (only the first caller is).
+    func claim() -> Bool {
+        !isClaimed.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    func finish(_ list: [LoopResource]) {
+        resources.withLock { $0 = list }
+        done.signal()
+    }
+
+    /// The list, if it was made within `seconds`.
+    func wait(seconds: Double) -> [LoopResource]? {
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return resources.withLock { $0 }
+    }
 }

@@ -71,7 +71,7 @@ extension EventLoop {
         }
         assertOpen(caller())
         assertSomethingRunsIt(caller())
-        let outcome: Swift.Result<Value, Failure> = scheduler.sync {
+        let outcome: Swift.Result<Value, Failure> = scheduler.sync(caller()) {
             Swift.Result { () throws(Failure) -> Value in try body() }
         }
         return try outcome.get()

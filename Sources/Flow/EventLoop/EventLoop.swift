@@ -79,6 +79,9 @@ public final class EventLoop: @unchecked Sendable {
         static let running = 1
         static let closing = 2
         static let closed = 3
+        /// Another thread reads the loop's state while nothing runs it (``activeResources()``):
+        /// ``run()`` and ``close()`` wait until it is done, which takes a moment.
+        static let inspecting = 4
     }
 
     /// The scheduler that runs work on this loop. Schedulers of the same loop are equal.
@@ -278,11 +281,33 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func beginRunning() throws(EventLoopError) {
-        let (exchanged, found) = lifecycle.compareExchange(
-            expected: Lifecycle.idle, desired: Lifecycle.running, ordering: .acquiringAndReleasing)
-        guard exchanged else {
+        let found = leaveIdle(for: Lifecycle.running)
+        guard found == Lifecycle.idle else {
             throw found == Lifecycle.running ? .alreadyRunning : .closed
         }
+    }
+
+    /// Moves the lifecycle from idle to `next`, waiting out another thread's inspection of the loop;
+    /// returns what it found (`idle` when it moved).
+    private func leaveIdle(for next: Int) -> Int {
+        while true {
+            let (exchanged, found) = lifecycle.compareExchange(
+                expected: Lifecycle.idle, desired: next, ordering: .acquiringAndReleasing)
+            if exchanged { return Lifecycle.idle }
+            guard found == Lifecycle.inspecting else { return found }
+            sched_yield()
+        }
+    }
+
+    /// Runs `body` while no thread runs or closes the loop, if the loop is idle: the only way another
+    /// thread may read the loop's libuv state. Returns `nil` (without running `body`) when the loop
+    /// is running, closing or closed.
+    func whileIdle<Value>(_ body: () -> Value) -> Value? {
+        guard lifecycle.compareExchange(
+            expected: Lifecycle.idle, desired: Lifecycle.inspecting, ordering: .acquiringAndReleasing
+        ).exchanged else { return nil }
+        defer { lifecycle.store(Lifecycle.idle, ordering: .releasing) }
+        return body()
     }
 
     private func endRunning() {
@@ -613,6 +638,28 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether `fireDueDeadlines` is running the due work (which may schedule and cancel deadlines).
     private var loopIsFiringDeadlines = false
 
+    // MARK: Closing observers
+
+    /// Runs `observer` in the loop's context when ``close()`` (or ``shutdown()``) begins, after the
+    /// work already submitted and before pending deadlines are cancelled and the handles closed: for
+    /// code waiting on a deadline that will not come (a graceful close), which can then finish its
+    /// work with the handles' close callbacks still running. Loop context only; returns a number for
+    /// ``forgetClosingObserver(_:)``.
+    package func whenClosing(_ observer: @escaping () -> Void) -> Int {
+        assertInLoopContext("EventLoop.whenClosing")
+        loopNextClosingObserver += 1
+        loopClosingObservers[loopNextClosingObserver] = observer
+        return loopNextClosingObserver
+    }
+
+    /// Forgets an observer of ``whenClosing(_:)``. Loop context only.
+    package func forgetClosingObserver(_ observer: Int) {
+        loopClosingObservers[observer] = nil
+    }
+
+    private var loopClosingObservers: [Int: () -> Void] = [:]
+    private var loopNextClosingObserver = 0
+
 
     // MARK: Loop context
 
@@ -688,13 +735,21 @@ public final class EventLoop: @unchecked Sendable {
     public func close() throws(EventLoopError) {
         if isMainLoop, !MainThread.isMainContext(ThreadContext.current) { throw .mainLoopOffMainThread }
         if isRunningItsWorkOnThisThread || (isInLoopContext && loopIsInsideRun) { throw .closedFromInsideTheLoop }
-        let (exchanged, found) = lifecycle.compareExchange(
-            expected: Lifecycle.idle, desired: Lifecycle.closing, ordering: .acquiringAndReleasing)
-        guard exchanged else {
+        let found = leaveIdle(for: Lifecycle.closing)
+        guard found == Lifecycle.idle else {
             throw found == Lifecycle.running ? .alreadyRunning : .closed
         }
         mainQueueEmbedding?.cancel()
         ThreadContext.current.run(as: scheduler, loop: self) {
+            while hasQueuedWork {
+                isStopRequested.store(false, ordering: .relaxed)
+                drainSubmittedWork(includingMainQueueSubmissions: true)
+            }
+            // In the order they were added; each may add work, which runs below.
+            while let first = loopClosingObservers.min(by: { $0.key < $1.key }) {
+                loopClosingObservers[first.key] = nil
+                first.value()
+            }
             // Work submitted before the close runs; nothing submitted is silently dropped.
             while hasQueuedWork {
                 isStopRequested.store(false, ordering: .relaxed)
@@ -733,27 +788,75 @@ public final class EventLoop: @unchecked Sendable {
     public var isClosed: Bool { lifecycle.load(ordering: .acquiring) == Lifecycle.closed }
 
     /// Stops a loop started with ``startOnNewThread(name:)``, waits for its thread to finish the work
-    /// already submitted, and closes it. Callable from any thread but the loop's own.
+    /// already submitted, and closes it. Callable from any thread but the loop's own, and from several
+    /// at once: each call returns once the loop is closed.
     public func shutdown() {
         misusePrecondition(!isInLoopContext, "EventLoop.shutdown(): called on the loop's own thread, which would wait for itself")
-        let thread = ownThread.withLock { thread -> LoopThread? in
-            let taken = thread
-            thread = nil
-            return taken
+        // The first call shuts the loop down; a call meanwhile waits for it to finish.
+        let step = shutdownState.withLock { state -> ShutdownStep in
+            switch state {
+            case .notStarted:
+                let thread = ownThread.withLock { thread -> LoopThread? in
+                    let taken = thread
+                    thread = nil
+                    return taken
+                }
+                state = .inProgress(waiters: [])
+                return .shutDown(thread)
+            case .inProgress(var waiters):
+                let done = DispatchSemaphore(value: 0)
+                waiters.append(done)
+                state = .inProgress(waiters: waiters)
+                return .wait(done)
+            case .done:
+                return .nothing
+            }
         }
-        if let thread {
-            thread.stopAndJoin()
-        } else {
-            stop()
-        }
-        do {
-            try close()
-        } catch .closed {
-            // Already closed: nothing left to do.
-        } catch {
-            misuseFailure("EventLoop.shutdown(): \(error)")
+        switch step {
+        case .nothing:
+            return
+        case .wait(let done):
+            done.wait()
+            return
+        case .shutDown(let thread):
+            if let thread {
+                thread.stopAndJoin()
+            } else {
+                stop()
+            }
+            defer {
+                let waiters = shutdownState.withLock { state -> [DispatchSemaphore] in
+                    guard case .inProgress(let waiters) = state else { return [] }
+                    state = .done
+                    return waiters
+                }
+                for waiter in waiters { waiter.signal() }
+            }
+            do {
+                try close()
+            } catch .closed {
+                // Already closed: nothing left to do.
+            } catch {
+                misuseFailure("EventLoop.shutdown(): \(error)")
+            }
         }
     }
+
+    /// Where ``shutdown()`` is: not begun, under way (with the calls waiting for it), or done.
+    private enum ShutdownState {
+        case notStarted
+        case inProgress(waiters: [DispatchSemaphore])
+        case done
+    }
+
+    /// What one ``shutdown()`` call does.
+    private enum ShutdownStep {
+        case shutDown(LoopThread?)
+        case wait(DispatchSemaphore)
+        case nothing
+    }
+
+    private let shutdownState = Locked(ShutdownState.notStarted)
 
     // MARK: libuv helpers
 

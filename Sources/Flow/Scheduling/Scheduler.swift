@@ -254,13 +254,19 @@ public final class Scheduler: Sendable {
     /// another thread, the caller waits until the loop runs the work, so the loop must be running (or
     /// be driven by the main queue, for ``main``).
     public func sync<T>(execute work: () -> T) -> T {
+        sync("Scheduler.sync", execute: work)
+    }
+
+    /// `sync(execute:)` for an entry point named `caller` in the report of a wait that makes no
+    /// progress (see `BlockedLoopWaitReport`).
+    package func sync<T>(_ caller: @autoclosure () -> String, execute work: () -> T) -> T {
         let context = ThreadContext.current
         if isImmediate(in: context) {
             return work()
         }
         switch backend {
         case .loop(let loop):
-            return Scheduler.runOnLoopAndWait(loop, work)
+            return Scheduler.runOnLoopAndWait(loop, caller(), work)
         case .queue(let queue):
             return queue.sync { ThreadContext.current.run(as: self, work) }
         case .immediate:
@@ -369,7 +375,7 @@ public final class Scheduler: Sendable {
 
     private static let queueIdentityKey = DispatchSpecificKey<QueueIdentity>()
 
-    private static func runOnLoopAndWait<T>(_ loop: EventLoop, _ work: () -> T) -> T {
+    private static func runOnLoopAndWait<T>(_ loop: EventLoop, _ caller: String, _ work: () -> T) -> T {
         // A loop whose context blocks here cannot run its own work meanwhile: if `loop` waits for it,
         // directly or through other loops, both wait for good. Refused, with the loops named.
         let waiter = LoopSyncWaits.loopInContext(ThreadContext.current)
@@ -382,7 +388,7 @@ public final class Scheduler: Sendable {
                 handoff.run()
                 done.signal()
             }
-            done.wait()
+            BlockedLoopWaitReport.wait(for: done, caller: caller, loop: loop)
             return handoff.result()
         }
     }

@@ -45,22 +45,27 @@ extension StreamConnection {
     ///
     /// - Parameters:
     ///   - lengthPrefix: how each frame's length is written before it.
-    ///   - maximumLength: the longest frame accepted, in bytes. A prefix announcing more ends the
-    ///     sequence with ``FramingError/frameTooLong(length:maximumLength:)`` before any of the frame
-    ///     is read, so that a peer cannot make the reader allocate more than this.
+    ///   - maximumLength: the longest frame accepted, in bytes, at least 0. A prefix announcing more
+    ///     ends the sequence with ``FramingError/frameTooLong(length:maximumLength:)`` before any of
+    ///     the frame is read, so that a peer cannot make the reader allocate more than this. A
+    ///     negative maximum stops the program with a message.
     ///
     /// Back-pressure as for ``lines(maximumLength:)``: a chunk is read only when a frame is asked for
     /// and not already at hand. The peer closing its side between frames ends the sequence; closing
     /// it inside a frame (or its prefix) fails it with
-    /// ``FramingError/endOfStreamInsideFrame(receivedBytes:)``, never with a shorter frame.
+    /// ``FramingError/endOfStreamInsideFrame(receivedBytes:)``, never with a shorter frame. Bytes the
+    /// sequence took from the socket after the last frame it handed out stay with the connection for
+    /// the next reader, as with ``lines(maximumLength:)``.
     public func frames(lengthPrefix: LengthPrefix, maximumLength: Int) -> StreamFrames {
-        StreamFrames(connection: self, lengthPrefix: lengthPrefix, maximumLength: maximumLength)
+        LengthPrefixedSplitter.checkMaximumLength(maximumLength, caller: "frames(lengthPrefix:maximumLength:)")
+        return StreamFrames(connection: self, lengthPrefix: lengthPrefix, maximumLength: maximumLength)
     }
 
     /// The connection's frames, as ``frames(lengthPrefix:maximumLength:)`` reads them, as a finite
     /// signal: each frame as a value, then the end (with a ``FramingError`` or the read error if it
     /// failed). Values and the end arrive on the connection's loop; disposing of the listener stops
-    /// the reads.
+    /// the reads. A negative `maximumLength` stops the program with a message, as for
+    /// ``frames(lengthPrefix:maximumLength:)``.
     ///
     /// ```swift
     /// bag += connection.frameSignal(lengthPrefix: .uint16BigEndian, maximumLength: 4096).onValue { frame in
@@ -68,7 +73,8 @@ extension StreamConnection {
     /// }
     /// ```
     public func frameSignal(lengthPrefix: LengthPrefix, maximumLength: Int) -> FiniteSignal<[UInt8]> {
-        framedSignal { LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength) }
+        LengthPrefixedSplitter.checkMaximumLength(maximumLength, caller: "frameSignal(lengthPrefix:maximumLength:)")
+        return framedSignal { LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength) }
     }
 
     /// Writes `frame` after its length, as ``frames(lengthPrefix:maximumLength:)`` reads it, in one
@@ -106,14 +112,14 @@ public struct StreamFrames: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> Iterator {
         Iterator(
             connection: connection,
-            splitter: LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength)
+            splitter: SharedSplitter(LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength))
         )
     }
 
     /// Reads frame after frame.
     public struct Iterator: AsyncIteratorProtocol {
         let connection: StreamConnection
-        var splitter: LengthPrefixedSplitter
+        var splitter: SharedSplitter<LengthPrefixedSplitter>
         var isFinished = false
 
         /// The next frame, or `nil` once the peer has closed its side between two frames.
@@ -130,21 +136,29 @@ public struct StreamFrames: AsyncSequence, Sendable {
 }
 
 /// Cuts bytes into frames, each after its length.
-struct LengthPrefixedSplitter: FrameSplitter {
+package struct LengthPrefixedSplitter: FrameSplitter {
     let lengthPrefix: LengthPrefix
     let maximumLength: Int
     private var pending = PendingBytes()
 
-    init(lengthPrefix: LengthPrefix, maximumLength: Int) {
+    package init(lengthPrefix: LengthPrefix, maximumLength: Int) {
         self.lengthPrefix = lengthPrefix
         self.maximumLength = maximumLength
     }
 
-    mutating func append(_ chunk: [UInt8]) {
+    /// Stops the program with a message naming `caller` unless `maximumLength` is at least 0: checked
+    /// where the reader is made, not when the first prefix arrives inside the loop's read callback.
+    static func checkMaximumLength(_ maximumLength: Int, caller: String) {
+        misusePrecondition(
+            maximumLength >= 0,
+            "StreamConnection.\(caller): the maximum length must not be negative, not \(maximumLength)")
+    }
+
+    package mutating func append(_ chunk: [UInt8]) {
         pending.append(chunk)
     }
 
-    mutating func next() throws -> [UInt8]? {
+    package mutating func next() throws -> [UInt8]? {
         let prefixSize = lengthPrefix.byteCount
         guard pending.count >= prefixSize else { return nil }
         var length: UInt64 = 0
@@ -155,16 +169,28 @@ struct LengthPrefixedSplitter: FrameSplitter {
         guard length <= UInt64(maximumLength) else {
             throw FramingError.frameTooLong(length: Int(clamping: length), maximumLength: maximumLength)
         }
+        // `length` is at most `maximumLength`, an `Int`; compared with what is left after the prefix,
+        // so that no sum of peer-controlled lengths can overflow.
         let frameLength = Int(length)
-        guard pending.count >= prefixSize + frameLength else { return nil }
+        guard pending.count - prefixSize >= frameLength else { return nil }
         let start = pending.start + prefixSize
         let frame = Array(pending.bytes[start..<start + frameLength])
         pending.consume(prefixSize + frameLength)
         return frame
     }
 
-    mutating func finish() throws -> [UInt8]? {
+    package mutating func finish() throws -> [UInt8]? {
         guard pending.count == 0 else { throw FramingError.endOfStreamInsideFrame(receivedBytes: pending.count) }
         return nil
+    }
+
+    package mutating func takeUnread() -> PendingBytes {
+        pending.takeAll()
+    }
+
+    package var unreadCount: Int { pending.count }
+
+    package mutating func adopt(_ bytes: PendingBytes) {
+        pending = bytes
     }
 }

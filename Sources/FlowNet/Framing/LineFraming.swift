@@ -17,8 +17,11 @@ extension StreamConnection {
     /// Back-pressure: the sequence reads from the socket with ``read()``, one chunk whenever its
     /// lines have all been taken, so a consumer that stops iterating stops the socket's reads. Bytes
     /// after the last line ending, when the peer closes its side, make a last line. A read error
-    /// ends the sequence with that error. The connection stays open when the sequence ends; it has
-    /// one way of reading, so use this, or ``read()``/``chunks``, or ``onRead(_:)``.
+    /// ends the sequence with that error. The connection stays open when the sequence ends. Bytes the
+    /// sequence took from the socket after the last line it handed out stay with the connection, so
+    /// another reader can take over (``read()``, ``chunks``, ``frames(lengthPrefix:maximumLength:)``,
+    /// another `lines`): a greeting line and the frames after it may arrive in one chunk. A handler
+    /// set with ``onRead(_:)`` cannot follow a sequence.
     public func lines(maximumLength: Int = 16 * 1024) -> StreamLines {
         StreamLines(connection: self, maximumLength: maximumLength)
     }
@@ -57,13 +60,13 @@ public struct StreamLines: AsyncSequence, Sendable {
 
     /// Makes the iterator.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(connection: connection, splitter: LineSplitter(maximumLength: maximumLength))
+        Iterator(connection: connection, splitter: SharedSplitter(LineSplitter(maximumLength: maximumLength)))
     }
 
     /// Reads line after line.
     public struct Iterator: AsyncIteratorProtocol {
         let connection: StreamConnection
-        var splitter: LineSplitter
+        var splitter: SharedSplitter<LineSplitter>
         var isFinished = false
 
         /// The next line, or `nil` once the peer has closed its side and every line was read.
@@ -79,22 +82,24 @@ public struct StreamLines: AsyncSequence, Sendable {
     }
 }
 
-/// The step both framed sequences take: a frame from the bytes at hand, or another chunk read on
-/// `isolation`, the consumer's actor.
-func nextFrame<Splitter: FrameSplitter>(
-    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool,
+/// The step both framed sequences take: a frame from the bytes the sequence holds (without leaving
+/// the consumer's thread), or one cut on the connection's loop from the bytes given back and from new
+/// chunks (see `StreamConnection.nextFrame(cutBy:isolation:)`), waited for on `isolation`, the
+/// consumer's actor.
+func nextFrame<Core: FrameSplitter>(
+    connection: StreamConnection, splitter: inout SharedSplitter<Core>, isFinished: inout Bool,
     isolation: isolated (any Actor)?
-) async throws -> Splitter.Frame? {
+) async throws -> Core.Frame? {
     guard !isFinished else { return nil }
     do {
-        while true {
-            if let frame = try splitter.next() { return frame }
-            guard let chunk = try await connection.nextChunk(isolation: isolation) else {
-                isFinished = true
-                return try splitter.finish()
-            }
-            splitter.append(chunk)
+        // The connection may have claimed these bytes for another reader meanwhile: then there is no
+        // frame here, and the loop hands them back first.
+        if let frame = try splitter.next() { return frame }
+        guard let frame = try await connection.nextFrame(cutBy: splitter, isolation: isolation) else {
+            isFinished = true
+            return nil
         }
+        return frame
     } catch {
         isFinished = true
         throw error
@@ -102,22 +107,22 @@ func nextFrame<Splitter: FrameSplitter>(
 }
 
 /// Cuts bytes into lines at `\n`, dropping a `\r` right before it.
-struct LineSplitter: FrameSplitter {
+package struct LineSplitter: FrameSplitter {
     let maximumLength: Int
     private var pending = PendingBytes()
     /// How far from the start of `pending` no `\n` was found, so that a line trickled in byte by byte
     /// is scanned once.
     private var scanned = 0
 
-    init(maximumLength: Int) {
+    package init(maximumLength: Int) {
         self.maximumLength = maximumLength
     }
 
-    mutating func append(_ chunk: [UInt8]) {
+    package mutating func append(_ chunk: [UInt8]) {
         pending.append(chunk)
     }
 
-    mutating func next() throws -> String? {
+    package mutating func next() throws -> String? {
         let count = pending.count
         let start = pending.start
         let found: Int? = pending.bytes.withUnsafeBufferPointer { buffer in
@@ -148,7 +153,7 @@ struct LineSplitter: FrameSplitter {
         return line
     }
 
-    mutating func finish() throws -> String? {
+    package mutating func finish() throws -> String? {
         // Called once `next()` returned nil: what is left has no `\n`, and is no longer than allowed.
         let count = pending.count
         guard count > 0 else { return nil }
@@ -159,5 +164,17 @@ struct LineSplitter: FrameSplitter {
         }
         pending.consume(count)
         return line
+    }
+
+    package mutating func takeUnread() -> PendingBytes {
+        scanned = 0
+        return pending.takeAll()
+    }
+
+    package var unreadCount: Int { pending.count }
+
+    package mutating func adopt(_ bytes: PendingBytes) {
+        pending = bytes
+        scanned = 0
     }
 }

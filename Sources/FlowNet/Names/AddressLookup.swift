@@ -13,9 +13,39 @@ class NameServiceRequest<Request, Value: Sendable>: @unchecked Sendable {
     let result = PendingResult<Value>()
     let request = UnsafeMutablePointer<Request>.allocate(capacity: 1)
     private var isSubmitted = false
+    /// Whether the lookup holds one of ``BlockingWorkLimiter``'s slots, given back once libuv is done
+    /// with it (or it never reached libuv).
+    private var holdsSlot = false
 
     deinit {
         request.deallocate()
+    }
+
+    /// Runs `start` in the loop's context once a slot of the pool's work that may block is free: a
+    /// lookup can hang (an unreachable resolver), and lookups must not fill the pool with blocking
+    /// work. A loop closed meanwhile fails the lookup.
+    func startWhenSlotFree(on loop: EventLoop, _ start: @escaping @Sendable () -> Void) {
+        loop.assertOpen("NameResolver")
+        BlockingWorkLimiter.shared.whenSlotFree { [self] in
+            let begin: @Sendable () -> Void = { [self] in
+                holdsSlot = true
+                start()
+                // Not handed to libuv (cancelled while waiting, or refused): the slot is free again.
+                if !isSubmitted { releaseSlot() }
+            }
+            if loop.isInLoopContext, !loop.isClosed {
+                begin()
+            } else if (try? loop.submit(begin)) == nil {
+                result.fail(EventLoopError.closed)
+                BlockingWorkLimiter.shared.release()
+            }
+        }
+    }
+
+    private func releaseSlot() {
+        guard holdsSlot else { return }
+        holdsSlot = false
+        BlockingWorkLimiter.shared.release()
     }
 
     /// The request as libuv's base type: its `data` field, `uv_cancel`.
@@ -41,6 +71,7 @@ class NameServiceRequest<Request, Value: Sendable>: @unchecked Sendable {
     /// Called by libuv's callback first: the request is no longer libuv's.
     func didFinish() {
         isSubmitted = false
+        releaseSlot()
     }
 
     /// Cancels a lookup that has not started on the thread pool; one already running finishes, and

@@ -83,7 +83,7 @@ public enum NameResolver {
     /// ```
     public static func name(of address: SocketAddress, on loop: EventLoop = .main) -> Future<HostAndService> {
         let lookup = NameLookup()
-        loop.inContext { lookup.start(address, on: loop) }
+        lookup.startWhenSlotFree(on: loop) { lookup.start(address, on: loop) }
         return lookup.result.future(onCancel: { loop.inContext { lookup.cancel() } })
     }
 
@@ -103,7 +103,7 @@ public enum NameResolver {
             return Future(error: EventLoop.error(UV_EINVAL.rawValue))
         }
         let lookup = AddressLookup(host: host, service: service, family: family.value)
-        loop.inContext { lookup.start(on: loop) }
+        lookup.startWhenSlotFree(on: loop) { lookup.start(on: loop) }
         return lookup.result.future(onCancel: { loop.inContext { lookup.cancel() } })
     }
 

@@ -101,6 +101,12 @@ extension StreamConnection {
     /// }
     /// ```
     public func read() -> Future<[UInt8]?> {
+        read(claimingHeldBytesExcept: nil)
+    }
+
+    /// ``read()`` for `reader`, a framed sequence reading on: the bytes another framed sequence holds
+    /// come first, but not `reader`'s own.
+    func read(claimingHeldBytesExcept reader: HeldBytes?) -> Future<[UInt8]?> {
         let pending = PendingResult<[UInt8]?>()
         onLoop { [self] in
             switch readMode {
@@ -116,6 +122,7 @@ extension StreamConnection {
             }
             guard case .futures(let reads) = readMode else { return }
             reads.waiting.append(pending)
+            claimHeldBytes(except: reader)
             serveFutureReads(reads)
         }
         return pending.future(onCancel: { [self] in
@@ -241,6 +248,12 @@ enum ReadMode {
 /// The state of ``StreamConnection/read()``: chunks read ahead of demand, readers waiting for one, and
 /// how the stream ended.
 final class FutureReads {
+    /// Bytes a framed reader (``StreamConnection/lines(maximumLength:)``, ``StreamConnection/frames(lengthPrefix:maximumLength:)``
+    /// and their signals) took from the socket and did not hand out: they come before `chunks`.
+    var unread = PendingBytes()
+    /// The framed sequence whose splitter holds bytes it took from the socket and did not hand out,
+    /// claimed into `unread` when another reader reads.
+    var holder: HeldBytes?
     var chunks: [[UInt8]] = []
     private var firstChunk = 0
     var waiting: [PendingResult<[UInt8]?>] = []
@@ -248,6 +261,7 @@ final class FutureReads {
     var end: Swift.Result<Void, EventLoopError>?
 
     func popChunk() -> [UInt8]? {
+        if unread.count > 0 { return unread.takeAll().unreadBytes }
         guard firstChunk < chunks.count else { return nil }
         let chunk = chunks[firstChunk]
         firstChunk += 1

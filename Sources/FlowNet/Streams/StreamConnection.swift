@@ -33,7 +33,9 @@ public class StreamConnection: @unchecked Sendable {
     let readBuffer: ReadBuffer
 
     /// Whether closing has begun and whether libuv has closed the handle; the close futures waiting.
-    let closing = HandleClosing()
+    /// Package-visible so that code of this package (HTTPHello's sessions) can learn that someone else
+    /// closed the connection (``HandleClosing/whenClosed(_:)``).
+    package let closing = HandleClosing()
 
     // Reading (see StreamConnection+Reading.swift).
     var readMode = ReadMode.none

@@ -273,13 +273,16 @@ public final class TCPListener: @unchecked Sendable {
     /// Stops accepting, lets the open connections finish for up to `deadline` seconds from now, then
     /// closes those still open. The future completes once the listener and every connection it
     /// accepted are closed, with how many connections the deadline closed (0 when all finished in
-    /// time). Callable from any thread.
+    /// time). Callable from any thread, and more than once: every call shares the first one's
+    /// outcome, with the earliest deadline. If the loop is shut down during the grace period, the
+    /// connections left are closed then and counted as closed at the deadline.
     ///
     /// ```swift
     /// listener.closeGracefully(deadline: 5).onValue { forced in print("stopped; \(forced) closed at the deadline") }
     /// ```
     ///
-    /// - Parameter deadline: seconds from now to wait for the connections; a negative one counts as 0.
+    /// - Parameter deadline: seconds from now to wait for the connections, 0 or more; `.infinity` waits
+    ///   for every connection to close. NaN or a negative deadline stops the program with a message.
     @discardableResult
     public func closeGracefully(deadline: Double) -> Future<Int> {
         accepted.closeGracefully(deadline: deadline, caller: "TCPListener.closeGracefully") { [self] in close() }

@@ -25,10 +25,10 @@ extension ThreadPool {
     /// ``FileSystem/open(_:_:permissions:on:)`` of a FIFO or a character device) beyond this waits its
     /// turn in order, so that the other threads stay free for file operations and name lookups.
     ///
-    /// With a pool of 1 thread nothing is left over: give the pool at least 2 (``setSize(_:)``) if
-    /// anything may block. libuv keeps up to half the pool for name lookups of its own accord, so a
-    /// resolver that hangs and blocking work can still fill a pool of 2 or 4 together; a larger pool
-    /// leaves more room.
+    /// Name lookups (FlowNet's `NameResolver`, and the `async` forms that take names) count against
+    /// the same limit, so that a resolver that hangs and blocking work cannot fill the pool between
+    /// them. With a pool of 1 thread nothing is left over: give the pool at least 2 (``setSize(_:)``)
+    /// if anything may block.
     public static var blockingWorkLimit: Int { max(1, size / 2) }
 
     /// Sets how many threads libuv's pool has, before the process first uses it (libuv reads
@@ -96,52 +96,5 @@ public enum ThreadPoolError: Error, Hashable, CustomStringConvertible {
         case .invalidSize(let size):
             return "the thread pool has 1 to \(ThreadPool.maximumSize) threads, not \(size)"
         }
-    }
-}
-
-/// Hands out the pool threads that work which may block for long may hold (``ThreadPool/blockingWorkLimit``
-/// at once, process-wide, since the pool is): the rest waits here, first come first served.
-final class BlockingWorkLimiter: Sendable {
-    static let shared = BlockingWorkLimiter()
-
-    private struct State {
-        var holders = 0
-        var waiting: [@Sendable () -> Void] = []
-        var nextWaiting = 0
-    }
-
-    private let state = Locked(State())
-
-    /// Calls `start` (on this thread, or later on the thread releasing a slot) once a slot is free;
-    /// whoever `start` leads to must call ``release()`` exactly once.
-    func whenSlotFree(_ start: @escaping @Sendable () -> Void) {
-        let limit = ThreadPool.blockingWorkLimit
-        let startsNow = state.withLock { state -> Bool in
-            if state.holders < limit {
-                state.holders += 1
-                return true
-            }
-            state.waiting.append(start)
-            return false
-        }
-        if startsNow { start() }
-    }
-
-    /// Gives the slot to the longest-waiting work, or frees it.
-    func release() {
-        let next = state.withLock { state -> (@Sendable () -> Void)? in
-            guard state.nextWaiting < state.waiting.count else {
-                state.holders -= 1
-                return nil
-            }
-            let next = state.waiting[state.nextWaiting]
-            state.nextWaiting += 1
-            if state.nextWaiting == state.waiting.count {
-                state.waiting.removeAll(keepingCapacity: true)
-                state.nextWaiting = 0
-            }
-            return next
-        }
-        next?()
     }
 }

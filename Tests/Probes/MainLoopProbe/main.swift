@@ -27,6 +27,15 @@ actor MainLoopPinned {
     func check() -> String { MainActor.assumeIsolated { "isolated to the main actor" } }
 }
 
+/// Main-loop work that schedules a timer for the next turn, and sets and cancels another, `left` times.
+enum MainTimerChurn {
+    static func schedule(_ left: Int) {
+        guard left > 0 else { return }
+        Scheduler.main.async(after: 0) { schedule(left - 1) }
+        EventLoop.main.execute(after: 60) {}.dispose()
+    }
+}
+
 let scenario = CommandLine.arguments.dropFirst().first ?? "run"
 
 switch scenario {
@@ -55,6 +64,17 @@ case "dispatchMain":
                 exit(0)
             }
         }
+    }
+    dispatchMain()
+case "activeResourcesUnderDispatchMain":
+    // Another thread lists the main loop's resources while the main queue drives the loop and its work
+    // keeps scheduling timers (issue #39, item 1: it used to read the deadline heap unguarded).
+    let inspections = 2000
+    DispatchQueue.main.async { MainTimerChurn.schedule(1_000_000) }
+    DispatchQueue.global().async {
+        for _ in 0..<inspections { _ = EventLoop.main.activeResources() }
+        say("listed the main loop's resources \(inspections) times")
+        exit(0)
     }
     dispatchMain()
 case "touchThenDispatchMain":

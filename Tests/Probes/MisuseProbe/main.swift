@@ -6,6 +6,7 @@
 import Deferred
 import Dispatch
 import Flow
+import FlowMetrics
 import FlowNet
 
 #if canImport(Glibc)
@@ -78,6 +79,22 @@ let misuses: [(name: String, commit: () -> Void)] = [
         let connection = try! EventLoop.main.run(until: TCPConnection.connect(to: listener.localAddress, on: .main))
         try! EventLoop.main.close()
         connection.send(SharedBytes("lost"))
+    }),
+    ("closeGracefullyWithNaN", {
+        let listener = try! TCPListener.listen(port: 0, on: .main) { _ in }
+        listener.closeGracefully(deadline: .nan)
+    }),
+    ("closeGracefullyWithNegativeDeadline", {
+        let listener = try! TCPListener.listen(port: 0, on: .main) { _ in }
+        listener.closeGracefully(deadline: -1)
+    }),
+    ("metricsEveryInfinity", { _ = FlowMetrics.start(for: EventLoop(name: "probe.metrics"), every: .infinity) }),
+    ("metricsEveryNaN", { _ = FlowMetrics.start(for: EventLoop(name: "probe.metrics"), every: .nan) }),
+    ("metricsEveryHugeInterval", { _ = FlowMetrics.start(for: EventLoop(name: "probe.metrics"), every: 1e20) }),
+    ("negativeFrameMaximum", {
+        let listener = try! TCPListener.listen(port: 0, on: .main) { _ in }
+        let connection = try! EventLoop.main.run(until: TCPConnection.connect(to: listener.localAddress, on: .main))
+        _ = connection.frames(lengthPrefix: .uint32BigEndian, maximumLength: -1)
     }),
 ]
 
