@@ -368,18 +368,15 @@ extension Future where Value == Bool {
 }
 
 /// The values `repeatAndCollect` has gathered so far.
-private final class CollectedValues<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: `values` is guarded by `lock`.
-    private let lock = FutureLock()
-    private var values: [Value] = []
+private final class CollectedValues<Value: Sendable>: Sendable {
+    private let values = Locked<[Value]>([])
 
-    func append(_ value: Value) { lock.withLock { values.append(value) } }
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
 
     func take() -> [Value] {
-        lock.withLock {
-            let taken = values
-            values = []
-            return taken
+        values.withLock { values in
+            defer { values = [] }
+            return values
         }
     }
 }
