@@ -54,9 +54,9 @@ public func combineLatest<Signals: Sequence>(
     return CoreSignal(register: LatestValues.combining(signals.map { signal in signal.register }))
 }
 
-/// The state of one `combineLatest` registration: the latest value of each input.
-// @unchecked Sendable: `latest` is a `Locked`; the gate is Sendable.
-final class LatestValues<Value: Sendable>: @unchecked Sendable {
+/// The engine of `combineLatest`: a registration combining inputs of one value type into arrays of
+/// their latest values.
+enum LatestValues<Value: Sendable> {
     typealias Register = @Sendable (@escaping @Sendable (EventType<Value>) -> Void) -> Disposable
 
     /// A registration function combining the inputs `registers` into arrays of their latest values.
