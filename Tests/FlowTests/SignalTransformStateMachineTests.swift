@@ -105,4 +105,24 @@ struct SignalTransformStateMachineTests {
         #expect(machine.finish() == ["a", "b"])
         #expect(machine.finish() == [])
     }
+
+    @Test("combineLatest sends its initial once every input gave one, and values once each input has one")
+    func latestValuesWaitForEveryInput() {
+        var machine = LatestValuesStateMachine<Int>(inputCount: 2)
+        guard case .wait = machine.receiveInitial(1, at: 0) else { Issue.record("should wait for input 1"); return }
+        guard case .sendInitial(nil) = machine.receiveInitial(nil, at: 1) else {
+            Issue.record("the initial should be sent, without a value: input 1 has none")
+            return
+        }
+        #expect(machine.receiveValue(2, at: 0) == nil)
+        #expect(machine.receiveValue(7, at: 1) == [2, 7])
+        #expect(machine.receiveValue(3, at: 0) == [3, 7])
+
+        var readable = LatestValuesStateMachine<Int>(inputCount: 2)
+        _ = readable.receiveInitial(1, at: 0)
+        guard case .sendInitial([1, 5]?) = readable.receiveInitial(5, at: 1) else {
+            Issue.record("the initial should combine both current values")
+            return
+        }
+    }
 }
