@@ -58,7 +58,7 @@ public final class VirtualTimeScheduler: Sendable {
     }
 
     // Guarded by the mutex; work is always taken out of it and run after the lock is released.
-    private let state: Synchronization.Mutex<State>
+    private let state: Locked<State>
     private let startNanoseconds: UInt64
 
     /// Creates a clock reading `uptimeNanoseconds` (zero by default), with nothing scheduled.
@@ -67,7 +67,7 @@ public final class VirtualTimeScheduler: Sendable {
     /// let clock = VirtualTimeScheduler()
     /// ```
     public init(uptimeNanoseconds: UInt64 = 0) {
-        state = Synchronization.Mutex(State(uptimeNanoseconds: uptimeNanoseconds))
+        state = Locked(State(uptimeNanoseconds: uptimeNanoseconds))
         startNanoseconds = uptimeNanoseconds
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import Flow
 
 extension Collection where Element: FutureProtocol {
     /// A future filled with the values of all these futures, in their order, once all are filled.
@@ -14,7 +14,7 @@ extension Collection where Element: FutureProtocol {
             return Future(value: [])
         }
         let combined = Deferred<[Element.Value]>()
-        let collected = Synchronization.Mutex(CollectedValues<Element.Value>(count: expectedCount))
+        let collected = Locked(CollectedValues<Element.Value>(count: expectedCount))
         for (index, future) in enumerated() {
             uponInline(future) { value in
                 let values = collected.withLock { $0.record(value, at: index) }

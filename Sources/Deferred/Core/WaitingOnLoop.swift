@@ -1,7 +1,6 @@
 import Dispatch
 import Flow
 import Foundation
-import Synchronization
 
 /// Stops the program when waiting cannot finish: the caller runs inside an event loop's own work on
 /// this thread, so the loop, which may be the one to fill the value, cannot run until the wait ends.
@@ -62,7 +61,7 @@ private func mainLoopHeldUpByWaiting() -> EventLoop? {
 /// Where the main-thread wait report goes, and after how long: `FlowDiagnostics` after five seconds,
 /// replaceable by tests.
 enum MainThreadWaitReport {
-    private static let settings = Synchronization.Mutex<(delay: DispatchTimeInterval, sink: @Sendable (String) -> Void)>(
+    private static let settings = Locked<(delay: DispatchTimeInterval, sink: @Sendable (String) -> Void)>(
         (.seconds(5), { message in FlowDiagnostics.report(.warning, message) }))
 
     static var delay: DispatchTimeInterval {

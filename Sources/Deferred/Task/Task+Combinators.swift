@@ -1,4 +1,4 @@
-import Synchronization
+import Flow
 
 extension Collection where Element: TaskProtocol {
     /// A task that succeeds with the values of all these tasks, in their order, once all succeeded,
@@ -15,7 +15,7 @@ extension Collection where Element: TaskProtocol {
             return Task(success: [])
         }
         let outcome = Task<[Element.Success]>.Promise()
-        let collected = Synchronization.Mutex(CollectedValues<Element.Success>(count: tasks.count))
+        let collected = Locked(CollectedValues<Element.Success>(count: tasks.count))
         for (index, task) in tasks.enumerated() {
             uponInline(task) { result in
                 switch result.taskResult {

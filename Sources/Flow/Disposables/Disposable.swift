@@ -202,9 +202,10 @@ final class CancellableWork: Disposable {
 }
 
 /// Keeps an object alive until disposed.
-// @unchecked Sendable: the object is never read, only released; the lock guards that release.
-private final class HeldObject: Disposable, @unchecked Sendable {
+private final class HeldObject: Disposable, Sendable {
     private struct Reference: @unchecked Sendable {
+        // @unchecked Sendable: `object` is never read or called, only released, under the lock of
+        // `reference`.
         let object: AnyObject
     }
 

@@ -394,8 +394,8 @@ public final class EventLoop: @unchecked Sendable {
     private func enqueueFromOutside(_ job: consuming LoopWork) throws(EventLoopError) {
         // The lock is taken by hand rather than with `withLock`, so that `job` is moved into the
         // queue, not copied and released.
-        submissions.lock.lock()
-        defer { submissions.lock.unlock() }
+        submissions.lock()
+        defer { submissions.unlock() }
         guard !submissions.lockedState.isClosed else { throw EventLoopError.closed }
         submissions.lockedState.jobs.append(job)
         if isMainLoop {
@@ -421,9 +421,9 @@ public final class EventLoop: @unchecked Sendable {
     /// the blocks that come later find nothing. (The main loop lives for the whole program, so the
     /// blocks hold it unretained.)
     private func runNextSubmissionFromMainQueue() {
-        submissions.lock.lock()
+        submissions.lock()
         var work = submissions.lockedState.jobs.popFirst()
-        submissions.lock.unlock()
+        submissions.unlock()
         guard work != nil else { return }
         ThreadContext.current.run(as: scheduler, loop: self) {
             // Taken out of the optional: the closure cannot consume what it captures.

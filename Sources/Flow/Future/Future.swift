@@ -170,14 +170,12 @@ public class Future<Value: Sendable>: @unchecked Sendable {
 
     @usableFromInline
     final func lockStateContended() {
-        var backoff = LockBackoff()
-        while true {
+        LockBackoff.acquire {
             let current = stateWord.load(ordering: .relaxed)
-            if current & FutureStateBits.lockBit == 0,
-               stateWord.compareExchange(expected: current, desired: current | FutureStateBits.lockBit, ordering: .acquiring).exchanged {
-                return
-            }
-            backoff.pause()
+            return current & FutureStateBits.lockBit == 0
+                && stateWord.compareExchange(
+                    expected: current, desired: current | FutureStateBits.lockBit, ordering: .acquiring
+                ).exchanged
         }
     }
 

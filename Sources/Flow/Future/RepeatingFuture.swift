@@ -22,28 +22,28 @@ struct RepeatPolicy<Value: Sendable>: Sendable {
 
 /// The future of `onErrorRepeat` / `onResultRepeat`: runs its upstream (the original, then fresh runs
 /// of it) until the policy says stop, and completes with the last result.
+///
+/// Its bookkeeping is a ``RepetitionStateMachine`` kept under the future's own lock; what an event
+/// returns is done after the lock is released.
 final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @unchecked Sendable {
-    // @unchecked Sendable: `original`, `policy` and `scheduler` are immutable; `attempt`,
-    // `repetitions`, `repetitionsSinceYield`, `pendingDelay` and `pendingDecision` are guarded by the
-    // inherited lock.
+    // @unchecked Sendable: `original`, `policy` and `scheduler` are immutable; `machine` is read and
+    // written only under the inherited lock (`withLock`).
+    typealias StateMachine = RepetitionStateMachine<
+        Future<Value>, (future: any CancellableUpstream, listener: ObjectIdentifier), Disposable
+    >
+
     let original: Future<Value>
     let policy: RepeatPolicy<Value>
     let scheduler: Scheduler
-    private var attempt: Future<Value>
-    private var repetitions = 0
-    /// Re-runs started at once, without a delay, since the repetition last went through the
-    /// scheduler's queue.
-    private var repetitionsSinceYield = 0
-    /// The delay between two executions, for cancellation.
-    private var pendingDelay: Disposable?
-    /// The predicate's pending decision and this future's listener on it, for cancellation.
-    private var pendingDecision: (future: any CancellableUpstream, listener: ObjectIdentifier)?
+    private var machine: StateMachine
 
     private init(original: Future<Value>, policy: RepeatPolicy<Value>, scheduler: Scheduler, file: StaticString, line: UInt) {
         self.original = original
         self.policy = policy
         self.scheduler = scheduler
-        attempt = original
+        machine = StateMachine(
+            firstAttempt: original, maxRepetitions: policy.maxRepetitions,
+            immediateRepetitionsBetweenYields: RepeatingFuture.immediateRepetitionsBetweenYields)
         super.init(initialResult: nil, file: file, line: line, countedLike: original.liveCount)
     }
 
@@ -57,11 +57,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     func futureDidComplete(_ result: Result<Value>) {
-        let mayRepeat = withLock { () -> Bool in
-            guard !lockedIsCompleted else { return false }
-            return policy.maxRepetitions.map { repetitions < $0 } ?? true
-        }
-        guard mayRepeat else {
+        guard withLock({ machine.attemptDidComplete(isCompleted: lockedIsCompleted) }) == .askPolicy else {
             complete(with: result)
             return
         }
@@ -71,61 +67,33 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
             decide(decided, for: result)
         } else {
             let listener = DecisionListener { [self] decided in decide(decided, for: result) }
-            let stillPending = withLock { () -> Bool in
-                guard !lockedIsCompleted else { return false }
-                pendingDecision = (decision, ObjectIdentifier(listener))
-                return true
+            let isKept = withLock {
+                machine.decisionIsPending((decision, ObjectIdentifier(listener)), isCompleted: lockedIsCompleted)
             }
-            guard stillPending else { return }
+            guard isKept else { return }
             decision.addListener(listener)
         }
     }
 
     private func decide(_ decision: Result<Bool>, for result: Result<Value>) {
-        let stillPending = withLock { () -> Bool in
-            pendingDecision = nil
-            return !lockedIsCompleted
-        }
-        guard stillPending else { return }
+        guard withLock({ machine.decisionArrived(isCompleted: lockedIsCompleted) }) else { return }
         guard decision.value == true else {
             complete(with: result)  // a false or failing predicate ends with the last result
             return
         }
-        let delay = withLock { () -> Double? in
-            repetitions += 1
-            let delay = policy.delay(beforeRepetition: repetitions)
-            repetitionsSinceYield = delay == nil ? repetitionsSinceYield + 1 : 0
-            return delay
-        }
+        let number = withLock { machine.repetitionDecided() }
+        let delay = policy.delay(beforeRepetition: number)
+        let start = withLock { machine.startRepetition(isDelayed: delay != nil) }
         if let onRetry = policy.onRetry, let error = result.error {
-            onRetry(RetryAttempt(number: withLock { repetitions }, delay: delay ?? 0, error: error))
+            onRetry(RetryAttempt(number: number, delay: delay ?? 0, error: error))
         }
-        if let delay {
-            // A future of the timer that fails if the timer is dropped uncalled (its loop closed),
-            // so that the repetition ends with that error instead of waiting for good.
-            let scheduler = self.scheduler
-            let wait = Future<Void>.failingIfAbandoned(on: .none) { completion in
-                scheduler.async(after: delay) { completion(.success(())) }
-            }
-            .onResult(on: .none) { [self] result in
-                if case .failure(let error) = result {
-                    _ = withLock { pendingDelay.take() }
-                    complete(with: .failure(error))
-                } else {
-                    startAttempt()
-                }
-            }
-            let stillPending = withLock { () -> Bool in
-                guard !lockedIsCompleted else { return false }
-                if !wait.isCompleted { pendingDelay = wait.disposable }
-                return true
-            }
-            if !stillPending { wait.cancelQuietly() }
-        } else if withLock({ repetitionsSinceYield > RepeatingFuture.immediateRepetitionsBetweenYields }) {
-            withLock { repetitionsSinceYield = 0 }
-            startAttemptAfterYielding()
-        } else {
+        switch start {
+        case .afterDelay:
+            startAttempt(after: delay ?? 0)
+        case .now:
             startAttempt()
+        case .afterYielding:
+            startAttemptAfterYielding()
         }
     }
 
@@ -134,6 +102,28 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     /// limit, returns to its caller and lets the scheduler's other work (a timer, I/O, a `cancel()`)
     /// run between bursts; enough that a handful of quick retries costs no queue round trip.
     static var immediateRepetitionsBetweenYields: Int { 16 }
+
+    /// Starts the next run once `delay` seconds passed on the scheduler's timer.
+    private func startAttempt(after delay: Double) {
+        // A future of the timer that fails if the timer is dropped uncalled (its loop closed),
+        // so that the repetition ends with that error instead of waiting for good.
+        let scheduler = self.scheduler
+        let wait = Future<Void>.failingIfAbandoned(on: .none) { completion in
+            scheduler.async(after: delay) { completion(.success(())) }
+        }
+        .onResult(on: .none) { [self] result in
+            if case .failure(let error) = result {
+                withLock { machine.delayFailed() }
+                complete(with: .failure(error))
+            } else {
+                startAttempt()
+            }
+        }
+        let goesOn = withLock {
+            machine.delayStarted(wait.isCompleted ? nil : wait.disposable, isCompleted: lockedIsCompleted)
+        }
+        if !goesOn { wait.cancelQuietly() }
+    }
 
     /// Starts the next run from the scheduler's queue rather than from this call: on ``Scheduler/none``,
     /// which has no queue, from the background queue's (as its delays use the background queue's timer).
@@ -156,13 +146,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
         // Checked before starting: a repetition cancelled during its delay must not run again.
         guard !isCompleted else { return }
         let fresh = original.makeFresh()
-        let stillPending = withLock { () -> Bool in
-            guard !lockedIsCompleted else { return false }
-            attempt = fresh
-            pendingDelay = nil
-            return true
-        }
-        if stillPending {
+        if withLock({ machine.attemptStarting(fresh, isCompleted: lockedIsCompleted) }) {
             fresh.addListener(self)
         } else {
             fresh.cancelQuietly()
@@ -172,7 +156,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     override var hasCancellationWork: Bool { true }
 
     override func didCancel() {
-        let (delay, decision) = withLock { (pendingDelay.take(), pendingDecision.take()) }
+        let (delay, decision) = withLock { machine.cancel() }
         delay?.dispose()
         if let decision, decision.future.removeListenerAndCancelIfUnobserved(decision.listener) {
             Future<Value>.cancelUpstream(of: decision.future)
@@ -180,7 +164,7 @@ final class RepeatingFuture<Value: Sendable>: Future<Value>, FutureListener, @un
     }
 
     override func upstreamLinks() -> [(any CancellableUpstream, ObjectIdentifier)] {
-        [(withLock { attempt }, ObjectIdentifier(self))]
+        [(withLock { machine.attempt }, ObjectIdentifier(self))]
     }
 
     override func makeFresh() -> Future<Value> {
@@ -384,18 +368,15 @@ extension Future where Value == Bool {
 }
 
 /// The values `repeatAndCollect` has gathered so far.
-private final class CollectedValues<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: `values` is guarded by `lock`.
-    private let lock = FutureLock()
-    private var values: [Value] = []
+private final class CollectedValues<Value: Sendable>: Sendable {
+    private let values = Locked<[Value]>([])
 
-    func append(_ value: Value) { lock.withLock { values.append(value) } }
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
 
     func take() -> [Value] {
-        lock.withLock {
-            let taken = values
-            values = []
-            return taken
+        values.withLock { values in
+            defer { values = [] }
+            return values
         }
     }
 }

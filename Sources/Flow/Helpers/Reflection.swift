@@ -1,10 +1,9 @@
 // Reflection (`dump`, `Mirror`, Swift Testing's account of a failed `#expect`, a debugger's
 // variables view) reads every stored property of a class it is shown, and stops the process in
 // `__swift_cannot_copy_noncopyable_type` when one has a generic type bound to a non-copyable one:
-// `Locked<State>`'s state, when `State` is `~Copyable` (the event loop's queue of submissions). An
-// `Atomic`, a `Mutex` or a `FutureLock` stored directly reads as an empty child. `Locked` and every
-// class storing a lock or an atomic therefore have a mirror of their own, which names what a reader
-// wants to know and never the lock, its state or the atomic word.
+// a state of a non-copyable type. An `Atomic`, a `Mutex` or a `FutureLock` stored directly reads as
+// an empty child. `Locked` and every class storing a lock or an atomic therefore have a mirror of
+// their own, which names what a reader wants to know and never the lock, its state or the atomic word.
 
 /// A class whose stored properties reflection must not read (they include an atomic or a lock), and
 /// that has nothing else worth showing: its mirror has no children. For classes outside this module;
@@ -27,7 +26,7 @@ package func opaqueMirror(of object: AnyObject) -> Mirror {
 // `@usableFromInline`, which the inlinable classes need.)
 extension Locked: CustomReflectable {
     @usableFromInline
-    package var customMirror: Mirror { opaqueMirror(of: self) }
+    package var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
 extension ScheduledWork: CustomReflectable {

@@ -60,9 +60,7 @@ extension Sequence where Element: Sendable {
 ///
 /// Held by whatever will call it back (the scheduled first step, then the continuation on the
 /// element's future); the future it completes refers to it weakly, through its cancellation.
-final class SequentialFutureMapper<Element: Sendable, Output: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: the only mutable state, `lockedState`, is guarded by `lock`.
-
+final class SequentialFutureMapper<Element: Sendable, Output: Sendable>: Sendable {
     private struct State {
         var results: [Result<Output>] = []
         var isCancelled = false
@@ -82,9 +80,7 @@ final class SequentialFutureMapper<Element: Sendable, Output: Sendable>: @unchec
     private let stopsAtFirstError: Bool
     private let transform: @Sendable (Element) throws -> Future<Output>
     private let promise: Future<[Result<Output>]>
-    private let lock = FutureLock()
-    /// Guarded by `lock`.
-    private var lockedState = State()
+    private let state = Locked(State())
 
     private init(
         elements: [Element], scheduler: Scheduler, stopsAtFirstError: Bool,
@@ -98,9 +94,7 @@ final class SequentialFutureMapper<Element: Sendable, Output: Sendable>: @unchec
     }
 
     private func withState<R>(_ body: (inout State) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&lockedState)
+        state.withLock(body)
     }
 
     static func start(

@@ -11,12 +11,9 @@
 ///
 /// Each caller gets a future of its own: cancelling one leaves the others waiting; once all of them
 /// are cancelled, the task's future is cancelled (unless others observe it).
-public final class SingleTaskPerformer<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: the only mutable state, `lockedRunningTask`, is guarded by `lock`.
-
-    private let lock = FutureLock()
-    /// The shared future of the running task, if one is running. Guarded by `lock`.
-    private var lockedRunningTask: Future<Value>?
+public final class SingleTaskPerformer<Value: Sendable>: Sendable {
+    /// The shared future of the running task, if one is running.
+    private let runningTask = Locked<Future<Value>?>(nil)
 
     /// Creates a performer with no task running.
     public init() {}
@@ -80,9 +77,7 @@ public final class SingleTaskPerformer<Value: Sendable>: @unchecked Sendable {
     }
 
     private func withRunningTask<R>(_ body: (inout Future<Value>?) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&lockedRunningTask)
+        runningTask.withLock(body)
     }
 
     private func clearRunningTask(_ task: Future<Value>) {

@@ -21,10 +21,7 @@
 /// Thread safety: operations may be enqueued, cancelled and completed from any threads at once. The
 /// queue's lock guards only its bookkeeping and is never held while an operation, a callback or a
 /// completion runs.
-public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: the only mutable state, `lockedState`, is guarded by `lock`; the rest is
-    // immutable and Sendable.
-
+public final class FutureQueue<Resource: Sendable>: Sendable {
     /// The resource the operations share, e.g. a connection or a file.
     public let resource: Resource
 
@@ -55,12 +52,7 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// A ``FutureLock`` rather than a `Mutex`: its atomics are compiled into this module, so
-    /// ThreadSanitizer sees the synchronisation (it does not see inside the prebuilt `Mutex` on Linux).
-    private let lock = FutureLock()
-
-    /// Guarded by `lock`.
-    private var lockedState: Protected
+    private let state: Locked<Protected>
 
     /// Called with the new `isEmpty` each time the queue becomes empty or non-empty.
     let emptinessChanged = Callbacker<Bool>()
@@ -82,7 +74,7 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
         self.resource = resource
         self.maxConcurrentCount = maxConcurrentCount
         executionScheduler = executeOn
-        lockedState = Protected(machine: StateMachine(maxConcurrentCount: maxConcurrentCount))
+        state = Locked(Protected(machine: StateMachine(maxConcurrentCount: maxConcurrentCount)))
     }
 
     // MARK: Enqueueing
@@ -341,11 +333,11 @@ public final class FutureQueue<Resource: Sendable>: @unchecked Sendable {
 
     /// Runs `body` with the state, under the lock. `body` must not call out of the queue.
     private func withLockedState<R>(_ body: (inout Protected) -> R) -> R {
-        lock.lock()
-        let wasEmpty = lockedState.machine.isEmpty
-        let result = body(&lockedState)
-        let isEmptyNow = lockedState.machine.isEmpty
-        lock.unlock()
+        let (result, wasEmpty, isEmptyNow) = state.withLock { state in
+            let wasEmpty = state.machine.isEmpty
+            let result = body(&state)
+            return (result, wasEmpty, state.machine.isEmpty)
+        }
         // Outside the lock: the listeners of `isEmptySignal` (see FutureQueue+Signal.swift).
         if wasEmpty != isEmptyNow { emptinessChanged.callAll(with: isEmptyNow) }
         return result

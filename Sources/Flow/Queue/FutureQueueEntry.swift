@@ -18,9 +18,7 @@ protocol QueuedOperation: AnyObject, Sendable {
 ///
 /// Lock order: the queue's lock is never taken while this entry's lock is held, and vice versa;
 /// both are only held for a few loads and stores.
-final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @unchecked Sendable {
-    // @unchecked Sendable: the only mutable state, `lockedState`, is guarded by `lock`.
-
+final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, Sendable {
     private struct State {
         /// The operation, until it is started (then released, so its captures go with it).
         var operation: (@Sendable () throws -> Future<Output>)?
@@ -43,9 +41,7 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
     let promise: Future<Output>
     /// Where the caller of `enqueue` was running: the result is delivered there.
     let resultScheduler: Scheduler
-    private let lock = FutureLock()
-    /// Guarded by `lock`.
-    private var lockedState: State
+    private let state: Locked<State>
 
     init(
         queue: FutureQueue<Resource>, promise: Future<Output>, resultScheduler: Scheduler,
@@ -54,13 +50,11 @@ final class QueueEntry<Resource: Sendable, Output: Sendable>: QueuedOperation, @
         self.queue = queue
         self.promise = promise
         self.resultScheduler = resultScheduler
-        lockedState = State(operation: operation)
+        state = Locked(State(operation: operation))
     }
 
     private func withState<R>(_ body: (inout State) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&lockedState)
+        state.withLock(body)
     }
 
     func setTicket(_ ticket: FutureQueueStateMachine<any QueuedOperation, FutureQueueEmptyWaiter>.Ticket) {

@@ -18,21 +18,22 @@
 ///
 /// Thread-safe: the callback is set, removed and called from any thread; it runs outside the
 /// delegate's lock, so it may itself set or remove the delegate's callback.
-// @unchecked Sendable: the only mutable state, `current`, is guarded by `lock`; `onSet` is immutable.
-public final class Delegate<Arg, Ret>: @unchecked Sendable {
-    private struct Installed {
+public final class Delegate<Arg, Ret>: Sendable {
+    private struct Installed: Sendable {
         let callback: @Sendable (Arg) -> Ret
         let disposable: Disposable
         let serial: UInt64
     }
 
+    private struct State: Sendable {
+        var current: Installed?
+        /// Tells a registration from a later one, so that removing an old one leaves the current one
+        /// in place.
+        var nextSerial: UInt64 = 0
+    }
+
     private let onSet: @Sendable (@escaping @Sendable (Arg) -> Ret) -> Disposable
-    private let lock = FutureLock()
-    /// Guarded by `lock`.
-    private var current: Installed?
-    /// Guarded by `lock`: tells a registration from a later one, so that removing an old one
-    /// leaves the current one in place.
-    private var nextSerial: UInt64 = 0
+    private let state = Locked(State())
 
     /// Creates a delegate with no callback set.
     ///
@@ -62,22 +63,22 @@ public final class Delegate<Arg, Ret>: @unchecked Sendable {
     /// - Returns: a disposable that removes this callback, if it is still the one set.
     @preconcurrency
     public func set(_ callback: @escaping @Sendable (Arg) -> Ret) -> Disposable {
-        let previous = lock.withLock { () -> Installed? in
-            defer { current = nil }
-            return current
+        let previous = state.withLock { state -> Installed? in
+            defer { state.current = nil }
+            return state.current
         }
         previous?.disposable.dispose()
 
         let bag = DisposeBag()
         bag += onSet(callback)
-        let serial = lock.withLock { () -> UInt64 in
-            defer { nextSerial += 1 }
-            return nextSerial
+        let serial = state.withLock { state -> UInt64 in
+            defer { state.nextSerial += 1 }
+            return state.nextSerial
         }
         bag += { [weak self] in self?.remove(serial) }
-        let replaced = lock.withLock { () -> Installed? in
-            defer { current = Installed(callback: callback, disposable: bag, serial: serial) }
-            return current
+        let replaced = state.withLock { state -> Installed? in
+            defer { state.current = Installed(callback: callback, disposable: bag, serial: serial) }
+            return state.current
         }
         // Another thread set a callback meanwhile: this one wins, as the last one set.
         replaced?.disposable.dispose()
@@ -90,7 +91,7 @@ public final class Delegate<Arg, Ret>: @unchecked Sendable {
     /// if !picker.shouldSelect.isSet { selectAll() }
     /// ```
     public var isSet: Bool {
-        lock.withLock { current != nil }
+        state.withLock { $0.current != nil }
     }
 
     /// Calls the callback that is set with `arg`.
@@ -101,14 +102,14 @@ public final class Delegate<Arg, Ret>: @unchecked Sendable {
     ///
     /// - Returns: what the callback returned, or `nil` if no callback is set.
     public func call(_ arg: Arg) -> Ret? {
-        let callback = lock.withLock { current?.callback }
+        let callback = state.withLock { $0.current?.callback }
         return callback?(arg)
     }
 
     private func remove(_ serial: UInt64) {
-        let removed = lock.withLock { () -> Installed? in
-            guard let installed = current, installed.serial == serial else { return nil }
-            current = nil
+        let removed = state.withLock { state -> Installed? in
+            guard let installed = state.current, installed.serial == serial else { return nil }
+            state.current = nil
             return installed
         }
         _ = removed  // its callback is released after the lock

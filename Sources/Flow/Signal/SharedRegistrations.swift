@@ -3,9 +3,8 @@
 /// listener of a readable signal gets the last value seen as its `.initial`.
 ///
 /// Used by ``SignalOptions/shared`` and ``SignalProvider/shared()``.
-// @unchecked Sendable: `state` is a `Locked`; `register` is an immutable Sendable closure.
 @usableFromInline
-final class SharedRegistrations<Kind: SignalKind, Value: Sendable>: @unchecked Sendable {
+final class SharedRegistrations<Kind: SignalKind, Value: Sendable>: Sendable {
     @usableFromInline
     typealias Callback = @Sendable (EventType<Value>) -> Void
 

@@ -1,5 +1,7 @@
-// The fixed-arity `combineLatest`s, 2 to 14 signals: one engine (`LatestValues`) over type-erased
-// inputs, with the tuple rebuilt from the array. Written from one pattern; keep them alike.
+// The fixed-arity `combineLatest`s, 2 to 14 signals, with Flow's signatures: each passes its signals
+// to `combineLatestAsTuple`, one generic core over a parameter pack. The signatures themselves cannot
+// be one variadic function: their requirement that every signal has the first one's kind is a
+// same-element requirement on a pack, which Swift does not support.
 
 /// The latest value of each signal, as a tuple, each time one of them signals (once each has
 /// signalled). Readable signals give the combined current values. Ends when one ends.
@@ -25,18 +27,7 @@ public func combineLatest<
 where
     B.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -51,18 +42,7 @@ where
     B.Kind.DropWrite == A.Kind.DropWrite,
     C.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -78,19 +58,7 @@ where
     C.Kind.DropWrite == A.Kind.DropWrite,
     D.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -107,20 +75,7 @@ where
     D.Kind.DropWrite == A.Kind.DropWrite,
     E.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -138,20 +93,7 @@ where
     E.Kind.DropWrite == A.Kind.DropWrite,
     F.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -171,21 +113,7 @@ where
     F.Kind.DropWrite == A.Kind.DropWrite,
     G.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f, g)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -206,21 +134,7 @@ where
     G.Kind.DropWrite == A.Kind.DropWrite,
     H.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal), erasedRegister(h.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value, values[7] as! H.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f, g, h)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -242,22 +156,7 @@ where
     H.Kind.DropWrite == A.Kind.DropWrite,
     I.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal), erasedRegister(h.providedSignal), erasedRegister(i.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value, values[7] as! H.Value,
-                    values[8] as! I.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f, g, h, i)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -280,23 +179,7 @@ where
     I.Kind.DropWrite == A.Kind.DropWrite,
     J.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal), erasedRegister(h.providedSignal), erasedRegister(i.providedSignal),
-        erasedRegister(j.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value, values[7] as! H.Value,
-                    values[8] as! I.Value, values[9] as! J.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f, g, h, i, j)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -320,23 +203,7 @@ where
     J.Kind.DropWrite == A.Kind.DropWrite,
     K.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal), erasedRegister(h.providedSignal), erasedRegister(i.providedSignal),
-        erasedRegister(j.providedSignal), erasedRegister(k.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value, values[7] as! H.Value,
-                    values[8] as! I.Value, values[9] as! J.Value, values[10] as! K.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f, g, h, i, j, k)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -361,23 +228,7 @@ where
     K.Kind.DropWrite == A.Kind.DropWrite,
     L.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal), erasedRegister(h.providedSignal), erasedRegister(i.providedSignal),
-        erasedRegister(j.providedSignal), erasedRegister(k.providedSignal), erasedRegister(l.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value, values[7] as! H.Value,
-                    values[8] as! I.Value, values[9] as! J.Value, values[10] as! K.Value, values[11] as! L.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f, g, h, i, j, k, l)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -404,25 +255,7 @@ where
     L.Kind.DropWrite == A.Kind.DropWrite,
     M.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal), erasedRegister(h.providedSignal), erasedRegister(i.providedSignal),
-        erasedRegister(j.providedSignal), erasedRegister(k.providedSignal), erasedRegister(l.providedSignal),
-        erasedRegister(m.providedSignal)
-    ])
-    return CoreSignal(register: { callback in
-        combined { eventType in
-            callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value, values[7] as! H.Value,
-                    values[8] as! I.Value, values[9] as! J.Value, values[10] as! K.Value, values[11] as! L.Value,
-                    values[12] as! M.Value
-                )
-            })
-        }
-    })
+    combineLatestAsTuple(a, b, c, d, e, f, g, h, i, j, k, l, m)
 }
 
 /// The latest value of each signal, as a tuple, each time one of them signals: see ``combineLatest(_:_:)``.
@@ -451,23 +284,41 @@ where
     M.Kind.DropWrite == A.Kind.DropWrite,
     N.Kind.DropWrite == A.Kind.DropWrite
 {
-    let combined = LatestValues.combining([
-        erasedRegister(a.providedSignal), erasedRegister(b.providedSignal), erasedRegister(c.providedSignal),
-        erasedRegister(d.providedSignal), erasedRegister(e.providedSignal), erasedRegister(f.providedSignal),
-        erasedRegister(g.providedSignal), erasedRegister(h.providedSignal), erasedRegister(i.providedSignal),
-        erasedRegister(j.providedSignal), erasedRegister(k.providedSignal), erasedRegister(l.providedSignal),
-        erasedRegister(m.providedSignal), erasedRegister(n.providedSignal)
-    ])
+    combineLatestAsTuple(a, b, c, d, e, f, g, h, i, j, k, l, m, n)
+}
+
+/// The core of the fixed-arity `combineLatest`s: the latest value of each of `signals`, as a tuple.
+/// One engine (``LatestValues``) over the type-erased inputs; the tuple is rebuilt from its array,
+/// whose elements are in the order of `signals`. The caller's signature guarantees that every signal
+/// has the kind `Kind` is derived from.
+func combineLatestAsTuple<Kind: SignalKind, each Input: SignalProvider>(
+    _ signals: repeat each Input
+) -> CoreSignal<Kind, (repeat (each Input).Value)> {
+    var registers: [LatestValues<any Sendable>.Register] = []
+    for signal in repeat each signals {
+        registers.append(erasedRegister(signal.providedSignal))
+    }
+    return latestValueTuples(combining: registers)
+}
+
+/// The arrays `LatestValues` combines from `registers` as tuples of `Value`s, the types the inputs'
+/// values were erased from, in order. Generic over the values rather than the signals, whose
+/// metatypes the delivery closure could not capture (only a `Sendable` type's metatype is).
+private func latestValueTuples<Kind: SignalKind, each Value: Sendable>(
+    combining registers: [LatestValues<any Sendable>.Register]
+) -> CoreSignal<Kind, (repeat each Value)> {
+    let combined = LatestValues.combining(registers)
     return CoreSignal(register: { callback in
         combined { eventType in
             callback(eventType.map { values in
-                (
-                    values[0] as! A.Value, values[1] as! B.Value, values[2] as! C.Value, values[3] as! D.Value,
-                    values[4] as! E.Value, values[5] as! F.Value, values[6] as! G.Value, values[7] as! H.Value,
-                    values[8] as! I.Value, values[9] as! J.Value, values[10] as! K.Value, values[11] as! L.Value,
-                    values[12] as! M.Value, values[13] as! N.Value
-                )
+                var next = values.makeIterator()
+                return (repeat takeNext(from: &next, as: (each Value).self))
             })
         }
     })
+}
+
+/// The next value of `values`, as the tuple element it was erased from.
+private func takeNext<Value>(from values: inout IndexingIterator<[any Sendable]>, as _: Value.Type) -> Value {
+    values.next() as! Value
 }

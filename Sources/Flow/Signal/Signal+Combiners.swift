@@ -54,9 +54,9 @@ public func combineLatest<Signals: Sequence>(
     return CoreSignal(register: LatestValues.combining(signals.map { signal in signal.register }))
 }
 
-/// The state of one `combineLatest` registration: the latest value of each input.
-// @unchecked Sendable: `latest` is a `Locked`; the gate is Sendable.
-final class LatestValues<Value: Sendable>: @unchecked Sendable {
+/// The engine of `combineLatest`: a registration combining inputs of one value type into arrays of
+/// their latest values.
+enum LatestValues<Value: Sendable> {
     typealias Register = @Sendable (@escaping @Sendable (EventType<Value>) -> Void) -> Disposable
 
     /// A registration function combining the inputs `registers` into arrays of their latest values.
@@ -65,31 +65,20 @@ final class LatestValues<Value: Sendable>: @unchecked Sendable {
     ) -> @Sendable (@escaping @Sendable (EventType<[Value]>) -> Void) -> Disposable {
         { callback in
             let gate = EventGate(downstream: callback)
-            let latest = Locked<[Value?]>(Array(repeating: nil, count: registers.count))
-            let initialsLeft = Locked(registers.count)
+            let state = Locked(LatestValuesStateMachine<Value>(inputCount: registers.count))
             let bag = DisposeBag()
             bag += { gate.close() }
             for (index, register) in registers.enumerated() {
                 bag += register { eventType in
                     switch eventType {
                     case .initial(let value):
-                        let combined = latest.withLock { latest -> [Value]? in
-                            if let value { latest[index] = value }
-                            let values = latest.compactMap { $0 }
-                            return values.count == latest.count ? values : nil
+                        if case .sendInitial(let combined) = state.withLock({ $0.receiveInitial(value, at: index) }) {
+                            gate.send(.initial(combined))
                         }
-                        let remaining = initialsLeft.withLock { left in
-                            left -= 1
-                            return left
-                        }
-                        if remaining == 0 { gate.send(.initial(combined)) }
                     case .event(.value(let value)):
-                        let combined = latest.withLock { latest -> [Value]? in
-                            latest[index] = value
-                            let values = latest.compactMap { $0 }
-                            return values.count == latest.count ? values : nil
+                        if let combined = state.withLock({ $0.receiveValue(value, at: index) }) {
+                            gate.send(.event(.value(combined)))
                         }
-                        if let combined { gate.send(.event(.value(combined))) }
                     case .event(.end):
                         gate.send(eventType.map { _ in [] })
                     }
@@ -99,6 +88,51 @@ final class LatestValues<Value: Sendable>: @unchecked Sendable {
         }
     }
 }
+
+/// The latest value of each input of one `combineLatest` registration, without threads, locks or
+/// signals: each event returns the array to send, if any, which the registration sends after the
+/// lock is released.
+struct LatestValuesStateMachine<Value> {
+    /// What to do after an input's initial event.
+    enum InitialAction {
+        /// Other inputs' initial events are still to come.
+        case wait
+        /// Every input gave its initial event: send the combined initial value (`nil` unless each input
+        /// has a value).
+        case sendInitial([Value]?)
+    }
+
+    private var latest: [Value?]
+    private var initialsLeft: Int
+
+    init(inputCount: Int) {
+        latest = Array(repeating: nil, count: inputCount)
+        initialsLeft = inputCount
+    }
+
+    /// Input `index` gave its initial event, with its current value if it is readable.
+    mutating func receiveInitial(_ value: Value?, at index: Int) -> InitialAction {
+        if let value { latest[index] = value }
+        initialsLeft -= 1
+        return initialsLeft == 0 ? .sendInitial(combined()) : .wait
+    }
+
+    /// Input `index` signalled `value`.
+    ///
+    /// - Returns: the latest value of each input, once each has one.
+    mutating func receiveValue(_ value: Value, at index: Int) -> [Value]? {
+        latest[index] = value
+        return combined()
+    }
+
+    private func combined() -> [Value]? {
+        let values = latest.compactMap { $0 }
+        return values.count == latest.count ? values : nil
+    }
+}
+
+extension LatestValuesStateMachine: Sendable where Value: Sendable {}
+extension LatestValuesStateMachine.InitialAction: Sendable where Value: Sendable {}
 
 /// A signal's events with the value erased, for the combiners of many signals of different types.
 func erasedRegister<Kind, Value>(_ signal: CoreSignal<Kind, Value>) -> LatestValues<any Sendable>.Register {

@@ -168,6 +168,8 @@ extension SignalProvider where Value == Void {
 
 /// Carries a value the compiler cannot prove Sendable into a closure that uses it only where its
 /// owner said it may be used (one scheduler).
+// @unchecked Sendable: no lock; each use site says why its value is used on one scheduler only, or
+// why the value is immutable (a key path).
 struct UncheckedSendable<Wrapped>: @unchecked Sendable {
     let value: Wrapped
     init(_ value: Wrapped) { self.value = value }

@@ -157,18 +157,16 @@ extension SignalProvider {
     public func latestTwo() -> CoreSignal<Kind.DropReadWrite, (Value, Value)> {
         let signal = providedSignal
         return CoreSignal(register: { callback in
-            let previous = Locked<Value?>(nil)
+            let previous = Locked(PreviousValueStateMachine<Value>())
             return signal.register { eventType in
                 switch eventType {
                 case .initial(let value):
-                    previous.withLock { $0 = value }
+                    previous.withLock { $0.start(with: value) }
                     callback(.initial(nil))
                 case .event(.value(let value)):
-                    let before = previous.withLock { previous in
-                        defer { previous = value }
-                        return previous
+                    if let before = previous.withLock({ $0.receive(value) }) {
+                        callback(.event(.value((before, value))))
                     }
-                    if let before { callback(.event(.value((before, value)))) }
                 case .event(.end(let error)):
                     callback(.event(.end(error)))
                 }
@@ -212,6 +210,8 @@ extension SignalProvider {
                     accumulated.withLock { $0 = result }
                     callback(.initial(result))
                 case .event(.value(let value)):
+                    // `combine` runs outside the lock; a listener's events arrive one at a time, so
+                    // nothing writes the result between this read and the write below.
                     let result = combine(accumulated.withLock { $0 }, value)
                     accumulated.withLock { $0 = result }
                     callback(.event(.value(result)))
@@ -242,16 +242,13 @@ extension SignalProvider {
     public func enumerate() -> CoreSignal<Kind.DropReadWrite, (Int, Value)> {
         let signal = providedSignal
         return CoreSignal(register: { callback in
-            let count = Locked(0)
+            let positions = Locked(EnumerationStateMachine())
             return signal.register { eventType in
                 switch eventType {
                 case .initial:
                     callback(.initial(nil))
                 case .event(.value(let value)):
-                    let index = count.withLock { count in
-                        defer { count += 1 }
-                        return count
-                    }
+                    let index = positions.withLock { $0.receiveValue() }
                     callback(.event(.value((index, value))))
                 case .event(.end(let error)):
                     callback(.event(.end(error)))
@@ -271,15 +268,14 @@ extension SignalProvider {
     public func take(while predicate: @escaping @Sendable (Value) -> Bool) -> FiniteSignal<Value> {
         let signal = providedSignal
         return FiniteSignal(setValue: signal.setter, register: { callback in
-            let hasEnded = Locked(false)
+            let state = Locked(TakeWhileStateMachine())
             return signal.register { eventType in
-                guard !hasEnded.withLock({ $0 }) else { return }
+                guard state.withLock({ $0.isTaking }) else { return }
                 if case .event(.value(let value)) = eventType, !predicate(value) {
-                    hasEnded.withLock { $0 = true }
-                    callback(.event(.end))
+                    if state.withLock({ $0.end() }) { callback(.event(.end)) }
                     return
                 }
-                if eventType.isEnd { hasEnded.withLock { $0 = true } }
+                if eventType.isEnd, !state.withLock({ $0.end() }) { return }
                 callback(eventType)
             }
         })
@@ -296,26 +292,24 @@ extension SignalProvider {
         guard count >= 0 else { misuseFailure("take(first:): the count must not be negative, not \(count)") }
         let signal = providedSignal
         return FiniteSignal(setValue: signal.setter, register: { callback in
-            let taken = Locked(0)
+            let state = Locked(TakeFirstStateMachine(count: count))
             return signal.register { eventType in
                 switch eventType {
                 case .initial:
                     callback(eventType)
-                    if count == 0, taken.withLock({ $0 }) == 0 {
-                        taken.withLock { $0 = 1 }
-                        callback(.event(.end))
-                    }
+                    if state.withLock({ $0.didStart() }) { callback(.event(.end)) }
                 case .event(.value):
-                    let position = taken.withLock { taken in
-                        taken += 1
-                        return taken
+                    switch state.withLock({ $0.receiveValue() }) {
+                    case .pass:
+                        callback(eventType)
+                    case .passThenEnd:
+                        callback(eventType)
+                        callback(.event(.end))
+                    case .drop:
+                        break
                     }
-                    guard position <= count else { return }
-                    callback(eventType)
-                    if position == count { callback(.event(.end)) }
                 case .event(.end):
-                    guard taken.withLock({ $0 }) < count else { return }
-                    callback(eventType)
+                    if state.withLock({ $0.receiveEnd() }) { callback(eventType) }
                 }
             }
         })
@@ -334,15 +328,15 @@ extension SignalProvider {
     ) -> CoreSignal<Kind.DropReadWrite, Value> {
         let signal = providedSignal
         return CoreSignal(register: { callback in
-            let isPassing = Locked(false)
+            let state = Locked(SkipUntilStateMachine())
             return signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial:
                     callback(.initial(nil))
                 case .event(.value(let value)):
-                    if !isPassing.withLock({ $0 }) {
+                    if !state.withLock({ $0.isPassing }) {
                         guard predicate(value) else { return }
-                        isPassing.withLock { $0 = true }
+                        state.withLock { $0.startPassing() }
                     }
                     callback(eventType)
                 case .event(.end):
@@ -362,18 +356,13 @@ extension SignalProvider {
     public func skip(first count: Int) -> CoreSignal<Kind.DropReadWrite, Value> {
         let signal = providedSignal
         return CoreSignal(register: { callback in
-            let skipped = Locked(0)
+            let state = Locked(SkipFirstStateMachine(count: count))
             return signal.register { eventType in
                 switch eventType {
                 case .initial:
                     callback(.initial(nil))
                 case .event(.value):
-                    let isSkipped = skipped.withLock { skipped -> Bool in
-                        guard skipped < count else { return false }
-                        skipped += 1
-                        return true
-                    }
-                    if !isSkipped { callback(eventType) }
+                    if state.withLock({ $0.receiveValue() }) { callback(eventType) }
                 case .event(.end):
                     callback(eventType)
                 }
@@ -405,18 +394,14 @@ extension SignalProvider {
             }
         }
         return CoreSignal(setValue: setValue, register: { callback in
-            let previous = Locked<Value?>(nil)
+            let previous = Locked(PreviousValueStateMachine<Value>())
             return signal.observe(on: scheduler) { eventType in
                 switch eventType {
                 case .initial(let value):
-                    previous.withLock { $0 = value }
+                    previous.withLock { $0.start(with: value) }
                     callback(eventType)
                 case .event(.value(let value)):
-                    let before = previous.withLock { previous in
-                        defer { previous = value }
-                        return previous
-                    }
-                    if let before, isSame(before, value) { return }
+                    if let before = previous.withLock({ $0.receive(value) }), isSame(before, value) { return }
                     callback(eventType)
                 case .event(.end):
                     callback(eventType)
@@ -431,31 +416,22 @@ extension SignalProvider {
         let signal = providedSignal
         return Signal(register: { callback in
             let gate = EventGate(downstream: callback)
-            let held = Locked<Value?>(nil)
-            let isOpen = Locked(false)
+            let state = Locked(HeldUntilOpenStateMachine<Value>())
             let bag = DisposeBag()
             bag += { gate.close() }
             bag += readSignal.atOnce().register { eventType in
-                guard case .event(.value(let open)) = eventType else { return }
-                let release = isOpen.withLock { isOpen -> Bool in
-                    defer { isOpen = open }
-                    return open && !isOpen
-                }
-                guard release, let value = held.withLock({ held in
-                    defer { held = nil }
-                    return held
-                }) else { return }
-                gate.send(.event(.value(value)))
+                guard case .event(.value(let isOpen)) = eventType,
+                      let released = state.withLock({ $0.gateChanged(isOpen: isOpen) })
+                else { return }
+                gate.send(.event(.value(released)))
             }
             bag += signal.register { eventType in
                 switch eventType {
                 case .initial:
                     gate.send(.initial(nil))
                 case .event(.value(let value)):
-                    if isOpen.withLock({ $0 }) {
-                        gate.send(eventType)
-                    } else {
-                        held.withLock { $0 = value }
+                    if let passing = state.withLock({ $0.receive(value) }) {
+                        gate.send(.event(.value(passing)))
                     }
                 case .event(.end):
                     break
@@ -508,15 +484,15 @@ extension SignalProvider where Kind == Finite {
     public func collect() -> FiniteSignal<[Value]> {
         let signal = providedSignal
         return FiniteSignal(register: { callback in
-            let values = Locked<[Value]>([])
+            let values = Locked(CollectionStateMachine<Value>())
             return signal.register { eventType in
                 switch eventType {
                 case .initial:
                     callback(.initial(nil))
                 case .event(.value(let value)):
-                    values.withLock { $0.append(value) }
+                    values.withLock { $0.receive(value) }
                 case .event(.end(let error)):
-                    callback(.event(.value(values.withLock { $0 })))
+                    callback(.event(.value(values.withLock { $0.finish() })))
                     callback(.event(.end(error)))
                 }
             }

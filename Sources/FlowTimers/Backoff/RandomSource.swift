@@ -1,4 +1,4 @@
-import Synchronization
+import Flow
 
 /// Where a ``Backoff`` gets the randomness for its jitter: the system's generator by default, or one a
 /// test controls.
@@ -47,9 +47,9 @@ public struct RandomSource: Sendable {
 
 /// A generator shared between threads: the mutex serialises its mutating `next()`.
 private final class SharedGenerator<Generator: RandomNumberGenerator & Sendable>: Sendable {
-    private let generator: Synchronization.Mutex<Generator>
+    private let generator: Locked<Generator>
 
-    init(_ generator: Generator) { self.generator = Synchronization.Mutex(generator) }
+    init(_ generator: Generator) { self.generator = Locked(generator) }
 
     func nextUnitValue() -> Double {
         generator.withLock { Double.random(in: 0...1, using: &$0) }

@@ -1,5 +1,4 @@
 import Flow
-import Synchronization
 
 /// A repeating timer: arms one one-shot timer at a time on its scheduler, at the absolute due time its
 /// ``PeriodicSchedule`` computes, and re-arms it after each tick's work.
@@ -18,12 +17,12 @@ final class RepeatingTimer: Disposable {
     }
 
     // Guarded by the mutex; the work and the scheduler's timer calls run outside it.
-    private let state: Synchronization.Mutex<State>
+    private let state: Locked<State>
     private let scheduler: Scheduler
 
     init(scheduler: Scheduler, schedule: PeriodicSchedule, work: @escaping @Sendable (TimerTick) -> Void) {
         self.scheduler = scheduler
-        state = Synchronization.Mutex(State(schedule: schedule, work: work))
+        state = Locked(State(schedule: schedule, work: work))
     }
 
     func start() {

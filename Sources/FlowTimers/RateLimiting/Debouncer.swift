@@ -1,5 +1,4 @@
 import Flow
-import Synchronization
 
 /// Runs future-producing work only once calls have stopped coming for a quiet period: the work of the
 /// latest call runs, and every call made while waiting gets its result.
@@ -31,7 +30,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
     }
 
     // Guarded by the mutex; timers are disposed, work started and callers completed after it is released.
-    private let state = Synchronization.Mutex(State())
+    private let state = Locked(State())
     let scheduler: Scheduler
     let interval: Double
 
