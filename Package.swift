@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "FlowServiceLifecycle", targets: ["FlowServiceLifecycle"]),
         .library(name: "FlowLogging", targets: ["FlowLogging"]),
         .library(name: "FlowMetrics", targets: ["FlowMetrics"]),
+        // Durable jobs on an embedded SQLite store: a product of its own, so that `import Flow` alone
+        // builds and links no SQLite.
+        .library(name: "FlowJobs", targets: ["FlowJobs"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
@@ -37,6 +40,12 @@ let package = Package(
             name: "CLibUV",
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]
+        ),
+        // SQLite, as the system provides it (Debian: libsqlite3-dev), for FlowJobs' embedded store.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
         // Thread-local storage and libdispatch's main-queue hooks, which Swift cannot declare itself.
         .target(name: "CFlowSupport"),
@@ -76,6 +85,9 @@ let package = Package(
         // The operating system on the loop: OS signals, child processes, files, thread-pool work.
         // Uses FlowNet's stream connections for a child's pipes.
         .target(name: "FlowSystem", dependencies: ["Flow", "FlowNet", "CLibUV"]),
+
+        // Durable jobs: the job's life, the store protocol, the SQLite store, the worker.
+        .target(name: "FlowJobs", dependencies: ["Flow", "FlowTimers", "CSQLite"]),
 
         // Programs: `swift run <Name>`.
         .executableTarget(
@@ -211,6 +223,10 @@ let package = Package(
             dependencies: [
                 "FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour", "FlowTestSupport",
             ]
+        ),
+        .testTarget(
+            name: "FlowJobsTests",
+            dependencies: ["FlowJobs", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite"]
         ),
         .testTarget(
             name: "FlowSystemTests",
