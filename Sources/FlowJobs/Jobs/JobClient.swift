@@ -1,0 +1,139 @@
+import Flow
+import Foundation
+import Synchronization
+
+/// Enqueues, inspects and cancels jobs in a store. Callable from any thread, a detached task or async
+/// code; every future completes once the store has committed.
+///
+/// ```swift
+/// let client = JobClient(store: store)
+/// let handle = try await client.enqueue(sendEmail, Email(to: "a@example.com")).get()
+/// let record = try await handle.finished().get()   // completed, discarded, cancelled or quarantined
+/// ```
+public final class JobClient: Sendable {
+    /// The store the jobs are kept in.
+    public let store: any JobStore
+
+    /// Creates a client of `store`.
+    public init(store: any JobStore) {
+        self.store = store
+    }
+
+    /// Enqueues one job; the future completes once the job is durable, with its handle (for a unique
+    /// key that matched an unfinished job: the existing job's handle, ``JobHandle/isDuplicate``).
+    ///
+    /// - Parameters:
+    ///   - kind: the job's type.
+    ///   - payload: the job's payload; an encoding error fails the future and adds nothing.
+    ///   - options: run time, priority, queue, attempts and unique key, beyond the kind's defaults.
+    @discardableResult
+    public func enqueue<Payload>(
+        _ kind: JobKind<Payload>, _ payload: Payload, options: EnqueueOptions = EnqueueOptions()
+    ) -> Future<JobHandle> {
+        enqueue(kind, [payload], options: options).map(on: .none) { $0[0] }
+    }
+
+    /// Enqueues jobs of one kind in one transaction: all of them, or none.
+    ///
+    /// ```swift
+    /// client.enqueue(sendEmail, [Email(to: "a@example.com"), Email(to: "b@example.com")])
+    /// ```
+    @discardableResult
+    public func enqueue<Payload>(
+        _ kind: JobKind<Payload>, _ payloads: [Payload], options: EnqueueOptions = EnqueueOptions()
+    ) -> Future<[JobHandle]> {
+        let jobs: [NewJob]
+        do {
+            jobs = try payloads.map { try kind.newJob($0, options: options, clock: store.clock) }
+        } catch {
+            return Future(error: error)
+        }
+        return store.enqueue(jobs).map(on: .none) { [self] enqueued in
+            enqueued.map { JobHandle(id: $0.id, isDuplicate: $0.isDuplicate, client: self) }
+        }
+    }
+
+    /// The handle of the job with identifier `id`.
+    public func handle(for id: JobID) -> JobHandle {
+        JobHandle(id: id, isDuplicate: false, client: self)
+    }
+
+    /// Cancels a queued job, or asks the worker running it to stop it.
+    @discardableResult
+    public func cancel(_ id: JobID) -> Future<JobCancellation> {
+        store.cancel(id)
+    }
+
+    /// The job's record, or `nil` when no job has this identifier.
+    public func job(_ id: JobID) -> Future<JobRecord?> {
+        store.job(id)
+    }
+
+    /// Records in identifier order, filtered by state and queue when given.
+    public func jobs(state: JobState? = nil, queue: String? = nil, limit: Int = 100) -> Future<[JobRecord]> {
+        store.jobs(state: state, queue: queue, limit: limit)
+    }
+}
+
+/// An enqueued job: await its end, or cancel it.
+public struct JobHandle: Sendable, Hashable {
+    /// The job's identifier.
+    public let id: JobID
+    /// Whether the enqueue matched an unfinished job's unique key, so that this is that job.
+    public let isDuplicate: Bool
+    private let client: JobClient
+
+    init(id: JobID, isDuplicate: Bool, client: JobClient) {
+        self.id = id
+        self.isDuplicate = isDuplicate
+        self.client = client
+    }
+
+    /// Completes with the job's record once it is completed, discarded, cancelled or quarantined.
+    ///
+    /// It learns of the end from the store's notifications in this process (a worker of this process
+    /// finishing the job, a cancellation, a rescue by a claim of this process). A job finished by
+    /// another process is seen by ``JobClient/job(_:)``, or by this future once a store operation of
+    /// this process next touches it. Fails with ``JobHandleError/notFound(_:)`` for an unknown job.
+    public func finished() -> Future<JobRecord> {
+        let id = id
+        let store = client.store
+        return Future<JobRecord>(on: .none) { completion in
+            let once = Synchronization.Mutex(false)
+            let complete: @Sendable (Result<JobRecord>) -> Void = { result in
+                guard once.withLock({ done in defer { done = true }; return !done }) else { return }
+                completion(result)
+            }
+            let observation = store.observe { notification in
+                if case .finished(let record) = notification, record.id == id { complete(.success(record)) }
+            }
+            store.job(id).onResult(on: .none) { result in
+                switch result {
+                case .success(let record?) where record.state.isTerminal: complete(.success(record))
+                case .success(nil): complete(.failure(JobHandleError.notFound(id)))
+                case .success: break
+                case .failure(let error): complete(.failure(error))
+                }
+            }
+            return observation
+        }
+    }
+
+    /// Cancels the job if it is queued, or asks its worker to stop it if it is running.
+    @discardableResult
+    public func cancel() -> Future<JobCancellation> {
+        client.cancel(id)
+    }
+
+    /// Handles are equal when they name the same job.
+    public static func == (lhs: JobHandle, rhs: JobHandle) -> Bool { lhs.id == rhs.id }
+
+    /// Hashes the job's identifier.
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// Why a handle cannot report its job.
+public enum JobHandleError: Error, Hashable, Sendable {
+    /// No job has this identifier in the store.
+    case notFound(JobID)
+}

@@ -1,0 +1,534 @@
+import Flow
+import FlowTimers
+import Foundation
+import Synchronization
+
+/// Runs jobs from a store: claims due jobs of its queues up to each queue's concurrency limit, runs
+/// their handlers on its scheduler, and records each attempt's end.
+///
+/// ```swift
+/// let worker = JobWorker(store: store, configuration: .init(concurrencyByQueue: ["default": 4]))
+/// worker.register(sendEmail) { email, context in
+///     mailer.send(to: email.to)   // a Future<Void>
+/// }
+/// worker.start()
+/// // …
+/// worker.shutdown(gracePeriod: .seconds(10))
+/// ```
+///
+/// - **Time**: due times and lease ends are armed as timers on the worker's scheduler; an idle worker
+///   does no polling, and an enqueue in this process wakes it at once.
+/// - **Attempts**: a handler's failure is retried after the kind's ``JobKind/backoff`` while attempts
+///   remain; a timeout cancels the handler's future and fails the attempt with `TimeoutError`; a
+///   payload that no longer decodes discards the job with the decoding error recorded.
+/// - **Leases**: each claim holds a lease (15 s by default) that heartbeats extend. A worker that loses
+///   its lease (the store rescued the job after the lease ended) cancels the handler and records
+///   nothing: the fence keeps its late update out.
+/// - **Unknown jobs**: a worker claims only the kinds registered with it. A job whose name no worker
+///   knows stays queued, untouched, until a worker that knows it runs, or someone cancels it.
+/// - **Cancellation**: cancelling a running job (``JobClient/cancel(_:)``) cancels its handler's
+///   future, which disposes the handler's `Disposable` or cancels its task.
+/// - **Shutdown**: ``shutdown(gracePeriod:)`` stops claiming, lets running attempts finish until the
+///   grace period ends, then cancels them and gives their jobs back to the store, to run again at once.
+///
+/// Callable from any thread, a detached task or async code.
+public final class JobWorker: Sendable {
+    /// How a worker runs.
+    public struct Configuration: Sendable {
+        /// The queues to take jobs from, and for each the most jobs this worker runs at once.
+        public var concurrencyByQueue: [String: Int]
+        /// How long a claim lasts without a heartbeat; 15 s by default.
+        public var leaseDuration: Duration
+        /// How often a running job's lease is extended; a third of the lease by default.
+        public var heartbeatInterval: Duration?
+        /// Lease expiries with no error recorded after which a job is quarantined; 3 by default.
+        public var maxLeaseExpiries: Int
+        /// The worker's name in the store (kept on the jobs it claims); host, process and a random
+        /// suffix by default.
+        public var identity: String
+        /// Called with each of the worker's events, for logs and metrics.
+        public var onEvent: (@Sendable (JobWorkerEvent) -> Void)?
+
+        /// Describes how a worker runs.
+        ///
+        /// - Parameters:
+        ///   - concurrencyByQueue: per queue, the most jobs run at once; `["default": 10]` by default.
+        ///   - leaseDuration: how long a claim lasts without a heartbeat.
+        ///   - heartbeatInterval: how often leases are extended; a third of the lease by default.
+        ///   - maxLeaseExpiries: the quarantine threshold.
+        ///   - identity: the worker's name in the store.
+        ///   - onEvent: called with each of the worker's events.
+        public init(
+            concurrencyByQueue: [String: Int] = ["default": 10],
+            leaseDuration: Duration = .seconds(15),
+            heartbeatInterval: Duration? = nil,
+            maxLeaseExpiries: Int = 3,
+            identity: String? = nil,
+            onEvent: (@Sendable (JobWorkerEvent) -> Void)? = nil
+        ) {
+            misusePrecondition(
+                concurrencyByQueue.values.allSatisfy { $0 >= 1 },
+                "JobWorker.Configuration: each queue's concurrency must be at least 1, not \(concurrencyByQueue)")
+            misusePrecondition(leaseDuration > .zero, "JobWorker.Configuration: the lease must be positive")
+            misusePrecondition(maxLeaseExpiries >= 1, "JobWorker.Configuration: maxLeaseExpiries must be at least 1")
+            self.concurrencyByQueue = concurrencyByQueue
+            self.leaseDuration = leaseDuration
+            self.heartbeatInterval = heartbeatInterval
+            self.maxLeaseExpiries = maxLeaseExpiries
+            self.identity = identity
+                ?? "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
+            self.onEvent = onEvent
+        }
+    }
+
+    private struct Registration: Sendable {
+        let run: @Sendable (JobRecord, JobContext) -> Future<Void>
+        let backoff: Backoff
+        let timeout: Duration?
+    }
+
+    private enum StopReason {
+        case timedOut(Duration)
+        case cancellationRequested
+        case leaseLost
+        case shutdown
+    }
+
+    private struct RunningAttempt {
+        let record: JobRecord
+        let context: JobContext
+        /// The future observing the handler: cancelling it cancels the handler's future upstream.
+        var observation: Future<Void>?
+        var timers = DisposeBag()
+        var lease: JobLease { JobLease(id: record.id, fence: record.fence) }
+    }
+
+    private enum Phase {
+        case created, running, draining, stopped
+    }
+
+    private struct State {
+        var phase = Phase.created
+        var registrations: [String: Registration] = [:]
+        var running: [JobID: RunningAttempt] = [:]
+        var runningByQueue: [String: Int] = [:]
+        var isClaiming = false
+        var needsAnotherClaim = false
+        var wakeTimer: Disposable?
+        var storeObservation: Disposable?
+        /// Store writes (finishes, releases) not yet settled: a drain waits for them.
+        var pendingWrites = 0
+        var drainCompletion: (@Sendable (Result<Void>) -> Void)?
+        var drainDeadline: Disposable?
+    }
+
+    /// The store the jobs come from.
+    public let store: any JobStore
+    /// Where handlers, timers and the worker's own bookkeeping run.
+    public let scheduler: Scheduler
+    /// How the worker runs.
+    public let configuration: Configuration
+    private let state = Synchronization.Mutex(State())
+
+    /// Creates a worker of `store` whose handlers and timers run on `scheduler` (`Scheduler.current`
+    /// by default: a loop's scheduler, or FlowTesting's virtual clock in tests). It claims nothing
+    /// before ``start()``.
+    public init(store: any JobStore, scheduler: Scheduler = .current, configuration: Configuration = Configuration()) {
+        self.store = store
+        self.scheduler = scheduler
+        self.configuration = configuration
+    }
+
+    // MARK: Registering handlers
+
+    /// Registers the handler of `kind`: it gets each job's decoded payload and its ``JobContext``,
+    /// and returns a future whose success completes the job and whose failure fails the attempt.
+    ///
+    /// Cancelling the returned future (a timeout, a cancellation, a lost lease, the end of a
+    /// shutdown's grace period) disposes the handler's operation. Register before ``start()``.
+    public func register<Payload>(
+        _ kind: JobKind<Payload>, handler: @escaping @Sendable (Payload, JobContext) -> Future<Void>
+    ) {
+        let registration = Registration(
+            run: { record, context in
+                let payload: Payload
+                do {
+                    payload = try kind.decode(record.payload)
+                } catch {
+                    return Future(error: JobPayloadDecodingError(name: kind.name, underlying: "\(error)"))
+                }
+                return handler(payload, context)
+            },
+            backoff: kind.backoff, timeout: kind.timeout)
+        state.withLock { state in
+            misusePrecondition(state.phase == .created, "JobWorker.register(\(kind.name)): register before start()")
+            misusePrecondition(
+                state.registrations[kind.name] == nil, "JobWorker.register: \(kind.name) is registered already")
+            state.registrations[kind.name] = registration
+        }
+    }
+
+    /// Registers an `async` handler of `kind`: it runs in a task preferring the worker's loop; its
+    /// return completes the job and its error fails the attempt. A timeout, a cancellation or the end
+    /// of a shutdown's grace period cancels the task.
+    ///
+    /// ```swift
+    /// worker.register(sendEmail) { email, context async throws in
+    ///     try await mailer.send(to: email.to)
+    /// }
+    /// ```
+    public func register<Payload>(
+        _ kind: JobKind<Payload>, handler: @escaping @Sendable (Payload, JobContext) async throws -> Void
+    ) {
+        let scheduler = scheduler
+        register(kind) { (payload: Payload, context: JobContext) -> Future<Void> in
+            Future(on: scheduler) { try await handler(payload, context) }
+        }
+    }
+
+    // MARK: Starting and stopping
+
+    /// Starts claiming: at once, then whenever a job is enqueued in this process, a slot frees, or a
+    /// due time or another worker's lease end comes.
+    public func start() {
+        let observation = store.observe { [weak self] notification in
+            self?.storeDidNotify(notification)
+        }
+        let started = state.withLock { state in
+            guard state.phase == .created else { return false }
+            state.phase = .running
+            state.storeObservation = observation
+            return true
+        }
+        guard started else {
+            observation.dispose()
+            misuseFailure("JobWorker.start(): a worker starts once")
+        }
+        claimIfPossible()
+    }
+
+    /// Stops claiming, lets running attempts finish for up to `gracePeriod`, then cancels those still
+    /// running and gives their jobs back to the store (available at once, the attempt not counted).
+    /// The future completes once every attempt's end is recorded.
+    @discardableResult
+    public func shutdown(gracePeriod: Duration) -> Future<Void> {
+        Future<Void>(on: .none) { completion in
+            let (isIdle, timers) = self.state.withLock { state -> (Bool, [Disposable?]) in
+                let timers = [state.wakeTimer, state.storeObservation]
+                state.wakeTimer = nil
+                state.storeObservation = nil
+                switch state.phase {
+                case .created, .stopped:
+                    state.phase = .stopped
+                    return (true, timers)
+                case .draining:
+                    misuseFailure("JobWorker.shutdown(gracePeriod:): the worker is already shutting down")
+                case .running:
+                    state.phase = .draining
+                    state.drainCompletion = completion
+                    return (false, timers)
+                }
+            }
+            timers.forEach { $0?.dispose() }
+            if isIdle {
+                completion(.success(()))
+                return NilDisposer()
+            }
+            let deadline = self.scheduler.async(after: gracePeriod.seconds) { [weak self] in
+                self?.endGracePeriod()
+            }
+            self.state.withLock { $0.drainDeadline = deadline }
+            self.finishDrainIfDone()
+            return NilDisposer()
+        }
+    }
+
+    /// Drops everything the worker holds in memory without writing to the store, as a crash would:
+    /// running jobs stay running in the store until their leases end. For crash tests.
+    package func simulateCrash() {
+        let (bags, disposables) = state.withLock { state -> ([RunningAttempt], [Disposable?]) in
+            state.phase = .stopped
+            let running = Array(state.running.values)
+            state.running = [:]
+            state.runningByQueue = [:]
+            let disposables = [state.wakeTimer, state.storeObservation, state.drainDeadline]
+            state.wakeTimer = nil
+            state.storeObservation = nil
+            state.drainDeadline = nil
+            state.drainCompletion = nil
+            return (running, disposables)
+        }
+        for attempt in bags {
+            attempt.timers.dispose()
+            attempt.observation?.cancel()
+        }
+        disposables.forEach { $0?.dispose() }
+    }
+
+    /// How many attempts are running now.
+    public var runningCount: Int { state.withLock { $0.running.count } }
+
+    // MARK: Claiming
+
+    private func storeDidNotify(_ notification: JobStoreNotification) {
+        switch notification {
+        case .enqueued(let queues):
+            if !queues.isDisjoint(with: configuration.concurrencyByQueue.keys) { claimIfPossible() }
+        case .cancellationRequested(let id):
+            scheduler.async { [weak self] in self?.stop(id, reason: .cancellationRequested) }
+        case .finished:
+            break
+        }
+    }
+
+    private func claimIfPossible() {
+        let request = state.withLock { state -> ClaimRequest? in
+            guard state.phase == .running else { return nil }
+            guard !state.isClaiming else {
+                state.needsAnotherClaim = true
+                return nil
+            }
+            var slots: [String: Int] = [:]
+            for (queue, limit) in configuration.concurrencyByQueue {
+                slots[queue] = max(0, limit - state.runningByQueue[queue, default: 0])
+            }
+            guard slots.values.contains(where: { $0 > 0 }), !state.registrations.isEmpty else { return nil }
+            state.isClaiming = true
+            state.needsAnotherClaim = false
+            return ClaimRequest(
+                slotsByQueue: slots, names: Set(state.registrations.keys), worker: configuration.identity,
+                leaseDuration: configuration.leaseDuration, maxLeaseExpiries: configuration.maxLeaseExpiries)
+        }
+        guard let request else { return }
+        store.claim(request).onResult(on: scheduler) { [weak self] result in
+            self?.didClaim(result)
+        }
+    }
+
+    private func didClaim(_ result: Result<ClaimResult>) {
+        let claim: ClaimResult
+        switch result {
+        case .success(let value):
+            claim = value
+        case .failure(let error):
+            state.withLock { $0.isClaiming = false }
+            configuration.onEvent?(.storeFailed("claim: \(error)"))
+            armWakeTimer(at: store.clock.now().addingTimeInterval(1))
+            return
+        }
+        let now = store.clock.now()
+        let (started, toRelease, claimAgain) = state.withLock { state -> ([RunningAttempt], [JobLease], Bool) in
+            state.isClaiming = false
+            guard state.phase == .running else {
+                return ([], claim.jobs.map { JobLease(id: $0.id, fence: $0.fence) }, false)
+            }
+            var started: [RunningAttempt] = []
+            for record in claim.jobs {
+                let attempt = RunningAttempt(
+                    record: record, context: JobContext(record: record, worker: configuration.identity))
+                state.running[record.id] = attempt
+                state.runningByQueue[record.queue, default: 0] += 1
+                started.append(attempt)
+            }
+            return (started, [], state.needsAnotherClaim)
+        }
+        for lease in toRelease {
+            release(lease)
+        }
+        if let wakeAt = claim.nextWakeAt {
+            armWakeTimer(at: max(wakeAt, now))
+        }
+        for attempt in started {
+            run(attempt)
+        }
+        if claimAgain { claimIfPossible() }
+    }
+
+    /// Arms the one wake-up timer for `time`, unless it is already armed for an earlier time.
+    private func armWakeTimer(at time: Date) {
+        let delay = max(0.001, time.timeIntervalSince(store.clock.now()))
+        let timer = scheduler.async(after: delay) { [weak self] in
+            guard let self else { return }
+            state.withLock { $0.wakeTimer = nil }
+            claimIfPossible()
+        }
+        let replaced = state.withLock { state -> Disposable? in
+            guard state.phase == .running else { return timer }
+            defer { state.wakeTimer = timer }
+            return state.wakeTimer
+        }
+        replaced?.dispose()
+    }
+
+    // MARK: Running attempts
+
+    private func run(_ attempt: RunningAttempt) {
+        let id = attempt.record.id
+        configuration.onEvent?(.attemptStarted(attempt.record))
+        guard let registration = state.withLock({ $0.registrations[attempt.record.name] }) else { return }
+        let timers = attempt.timers
+        if let timeout = registration.timeout {
+            timers += scheduler.async(after: timeout.seconds) { [weak self] in
+                self?.stop(id, reason: .timedOut(timeout))
+            }
+        }
+        armHeartbeat(for: attempt)
+        let handlerFuture = registration.run(attempt.record, attempt.context)
+        let observation = handlerFuture.onResult(on: scheduler) { [weak self] result in
+            self?.attemptEnded(id, result: result)
+        }
+        let isStillRunning = state.withLock { state in
+            guard state.running[id] != nil else { return false }
+            state.running[id]?.observation = observation
+            return true
+        }
+        // Stopped before the handler returned its future (a cancellation or a crash meanwhile).
+        if !isStillRunning { observation.cancel() }
+    }
+
+    private func armHeartbeat(for attempt: RunningAttempt) {
+        let interval = configuration.heartbeatInterval ?? configuration.leaseDuration / 3
+        let id = attempt.record.id
+        attempt.timers += scheduler.async(after: interval.seconds) { [weak self] in
+            self?.heartbeat(id)
+        }
+    }
+
+    private func heartbeat(_ id: JobID) {
+        guard let attempt = state.withLock({ $0.running[id] }) else { return }
+        store.heartbeat(attempt.lease, leaseDuration: configuration.leaseDuration).onResult(on: scheduler) {
+            [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let answer):
+                if answer.isCancellationRequested {
+                    stop(id, reason: .cancellationRequested)
+                } else if let current = state.withLock({ $0.running[id] }), current.lease == attempt.lease {
+                    armHeartbeat(for: current)
+                }
+            case .failure(JobStoreError.leaseLost(let lease)):
+                configuration.onEvent?(.leaseLost(lease))
+                stop(id, reason: .leaseLost)
+            case .failure(let error):
+                configuration.onEvent?(.storeFailed("heartbeat of \(id): \(error)"))
+                if let current = state.withLock({ $0.running[id] }) { armHeartbeat(for: current) }
+            }
+        }
+    }
+
+    /// Takes the attempt out of the running set and frees its slot.
+    private func takeRunning(_ id: JobID) -> RunningAttempt? {
+        state.withLock { state in
+            guard let attempt = state.running.removeValue(forKey: id) else { return nil }
+            state.runningByQueue[attempt.record.queue, default: 1] -= 1
+            state.pendingWrites += 1
+            return attempt
+        }
+    }
+
+    private func attemptEnded(_ id: JobID, result: Result<Void>) {
+        guard let attempt = takeRunning(id) else { return }
+        attempt.timers.dispose()
+        let registration = state.withLock { $0.registrations[attempt.record.name] }
+        switch result {
+        case .success:
+            finish(attempt, outcome: .completed, effects: attempt.context.completionEffects)
+        case .failure(let error as JobPayloadDecodingError):
+            finish(attempt, outcome: .discarded(error: error.description), effects: nil)
+        case .failure(let error):
+            finish(attempt, outcome: failure(error, of: attempt, backoff: registration?.backoff), effects: nil)
+        }
+        claimIfPossible()
+    }
+
+    private func failure(_ error: any Error, of attempt: RunningAttempt, backoff: Backoff?) -> JobOutcome {
+        let delay = backoff?.delay(forAttempt: max(1, attempt.record.attempt)) ?? 1
+        return .failed(error: "\(error)", retryAt: store.clock.now().addingTimeInterval(delay))
+    }
+
+    private func stop(_ id: JobID, reason: StopReason) {
+        guard let attempt = takeRunning(id) else { return }
+        attempt.timers.dispose()
+        attempt.observation?.cancel()
+        switch reason {
+        case .timedOut(let timeout):
+            let backoff = state.withLock { $0.registrations[attempt.record.name]?.backoff }
+            let error = TimeoutError(delay: timeout.seconds)
+            finish(attempt, outcome: failure(error, of: attempt, backoff: backoff), effects: nil)
+        case .cancellationRequested:
+            finish(attempt, outcome: .cancelled, effects: nil)
+        case .leaseLost:
+            writeSettled()
+        case .shutdown:
+            release(attempt.lease, counted: true)
+        }
+        claimIfPossible()
+    }
+
+    private func finish(
+        _ attempt: RunningAttempt, outcome: JobOutcome, effects: (@Sendable (any JobTransaction) throws -> Void)?
+    ) {
+        store.finish(attempt.lease, outcome: outcome, effects: effects).onResult(on: scheduler) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let record):
+                configuration.onEvent?(.attemptFinished(record))
+                writeSettled()
+            case .failure(JobStoreError.leaseLost(let lease)):
+                configuration.onEvent?(.leaseLost(lease))
+                writeSettled()
+            case .failure(let error) where effects != nil:
+                // The effects threw or could not commit: the attempt failed, and nothing of it committed.
+                let backoff = state.withLock { $0.registrations[attempt.record.name]?.backoff }
+                finish(attempt, outcome: failure(error, of: attempt, backoff: backoff), effects: nil)
+            case .failure(let error):
+                configuration.onEvent?(.storeFailed("finishing \(attempt.record.id): \(error)"))
+                writeSettled()
+            }
+        }
+    }
+
+    private func release(_ lease: JobLease, counted: Bool = false) {
+        if !counted { state.withLock { $0.pendingWrites += 1 } }
+        store.release(lease).onResult(on: scheduler) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success: configuration.onEvent?(.released(lease))
+            case .failure(JobStoreError.leaseLost(let lease)): configuration.onEvent?(.leaseLost(lease))
+            case .failure(let error): configuration.onEvent?(.storeFailed("releasing \(lease.id): \(error)"))
+            }
+            writeSettled()
+        }
+    }
+
+    // MARK: Draining
+
+    private func writeSettled() {
+        state.withLock { $0.pendingWrites -= 1 }
+        finishDrainIfDone()
+    }
+
+    private func endGracePeriod() {
+        let ids = state.withLock { state -> [JobID] in
+            guard state.phase == .draining else { return [] }
+            state.drainDeadline = nil
+            return Array(state.running.keys)
+        }
+        for id in ids.sorted() { stop(id, reason: .shutdown) }
+    }
+
+    private func finishDrainIfDone() {
+        let (completion, deadline) = state.withLock {
+            state -> ((@Sendable (Result<Void>) -> Void)?, Disposable?) in
+            guard state.phase == .draining, state.running.isEmpty, state.pendingWrites == 0 else { return (nil, nil) }
+            state.phase = .stopped
+            defer {
+                state.drainCompletion = nil
+                state.drainDeadline = nil
+            }
+            return (state.drainCompletion, state.drainDeadline)
+        }
+        deadline?.dispose()
+        completion?(.success(()))
+    }
+}

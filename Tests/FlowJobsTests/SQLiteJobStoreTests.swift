@@ -1,0 +1,177 @@
+import CSQLite
+import Flow
+import FlowJobs
+import FlowTestSupport
+import FlowTimers
+import Foundation
+import Synchronization
+import Testing
+
+/// A raw sqlite3 connection of the test's own, to play another process.
+private final class OtherConnection {
+    let handle: OpaquePointer
+
+    init(_ path: String) throws {
+        var opened: OpaquePointer?
+        guard sqlite3_open(path, &opened) == SQLITE_OK, let opened else { throw TestFailure() }
+        handle = opened
+    }
+
+    @discardableResult
+    func run(_ sql: String) -> Int32 { sqlite3_exec(handle, sql, nil, nil, nil) }
+
+    func text(_ sql: String) -> String? {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else { return nil }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return nil }
+        return String(cString: text)
+    }
+
+    deinit { sqlite3_close(handle) }
+}
+
+private let job = NewJob(name: "task", queue: "default", payload: Data("{}".utf8), maxAttempts: 1)
+
+@Suite("SQLiteJobStore: files, schema, locks and bad input")
+struct SQLiteJobStoreTests {
+    @Test func jobsSurviveClosingAndReopeningTheFile() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let first = try SQLiteJobStore(path: path)
+        let enqueued = try await first.enqueue([job, job]).get()
+        first.close()
+        await #expect(throws: JobStoreError.closed) { try await first.enqueue([job]).get() }
+        let second = try SQLiteJobStore(path: path)
+        #expect(try await second.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == enqueued.map(\.id))
+    }
+
+    @Test func closingTheStoreClosesEveryDescriptorOfItsFiles() async throws {
+        let directory = TemporaryDirectory()
+        let ownDescriptors = { openDescriptorTargets().filter { $0.hasPrefix(directory.url.path) }.count }
+        let store = try SQLiteJobStore(path: directory.path("jobs.sqlite"))
+        _ = try await store.enqueue([job]).get()
+        #expect(ownDescriptors() > 0)
+        try await store.close().get()
+        #expect(ownDescriptors() == 0)
+    }
+
+    @Test func theDatabaseRunsInWALModeWithTheCurrentSchemaVersion() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        let other = try OtherConnection(path)
+        #expect(other.text("PRAGMA journal_mode") == "wal")
+        #expect(other.text("PRAGMA user_version") == "1")
+        store.close()
+    }
+
+    @Test func aMissingDirectoryIsACleanErrorAndAMissingFileCanBeRefused() throws {
+        let directory = TemporaryDirectory()
+        let nowhere = directory.path("no/such/dir/jobs.sqlite")
+        #expect {
+            _ = try SQLiteJobStore(path: nowhere)
+        } throws: { error in
+            if case JobStoreError.cannotOpen(let path, _) = error { return path == nowhere }
+            return false
+        }
+        let missing = directory.path("missing.sqlite")
+        #expect(throws: JobStoreError.self) {
+            _ = try SQLiteJobStore(path: missing, configuration: .init(createsMissingFile: false))
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing), "refusing creates nothing")
+    }
+
+    @Test func aFileThatIsNotADatabaseIsReportedAsCorrupt() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("garbage.sqlite")
+        try Data(repeating: 0x5a, count: 8192).write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try SQLiteJobStore(path: path)
+        } throws: { error in
+            if case JobStoreError.corrupt = error { return true }
+            return false
+        }
+    }
+
+    @Test func aDatabaseFromANewerFlowJobsIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("future.sqlite")
+        do {
+            let other = try OtherConnection(path)
+            other.run("PRAGMA user_version = 99")
+        }
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 1)) {
+            _ = try SQLiteJobStore(path: path)
+        }
+    }
+
+    @Test(.enabled(if: geteuid() != 0, "root writes read-only files"))
+    func aReadOnlyFileIsRefusedAtOpen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("readonly.sqlite")
+        try SQLiteJobStore(path: path).close()
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
+        #expect(throws: JobStoreError.readOnly(path: path)) { _ = try SQLiteJobStore(path: path) }
+    }
+
+    @Test func aDatabaseLockedByAnotherConnectionIsRetriedWithBackoffThenWritten() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let other = try OtherConnection(path)
+        let retries = Synchronization.Mutex(0)
+        let firstRetry = AsyncStream<Void>.makeStream()
+        let store = try SQLiteJobStore(
+            path: path,
+            configuration: .init(busyRetryLimit: 10_000, busyBackoff: .constant(0.001), onBusyRetry: { _ in
+                if retries.withLock({ count in count += 1; return count }) == 1 { firstRetry.continuation.yield() }
+            }))
+        #expect(other.run("BEGIN IMMEDIATE") == SQLITE_OK)
+        let enqueued = store.enqueue([job])
+        for await _ in firstRetry.stream { break }
+        #expect(other.run("COMMIT") == SQLITE_OK)
+        let ids = try await enqueued.get()
+        #expect(ids.count == 1 && retries.withLock { $0 } >= 1)
+        store.close()
+    }
+
+    @Test func aDatabaseThatStaysLockedFailsWithBusyAndAddsNothing() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(
+            path: path, configuration: .init(busyRetryLimit: 3, busyBackoff: .constant(0.001)))
+        let other = try OtherConnection(path)
+        #expect(other.run("BEGIN IMMEDIATE") == SQLITE_OK)
+        await #expect {
+            try await store.enqueue([job]).get()
+        } throws: { error in
+            if case JobStoreError.busy = error { return true }
+            return false
+        }
+        #expect(other.run("COMMIT") == SQLITE_OK)
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().isEmpty)
+        store.close()
+    }
+
+    @Test func aPayloadThatCannotBeEncodedFailsTheEnqueueAndAddsNothing() async throws {
+        struct Unencodable: Codable, Sendable {
+            func encode(to encoder: any Encoder) throws { throw TestFailure() }
+            init() {}
+            init(from decoder: any Decoder) throws { throw TestFailure() }
+        }
+        let store = try SQLiteJobStore.inMemory()
+        let client = JobClient(store: store)
+        await #expect(throws: TestFailure.self) {
+            try await client.enqueue(JobKind<Unencodable>(name: "bad"), Unencodable()).get()
+        }
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().isEmpty)
+    }
+
+    @Test func aHandleOfAnUnknownJobSaysSo() async throws {
+        let store = try SQLiteJobStore.inMemory()
+        let client = JobClient(store: store)
+        await #expect(throws: JobHandleError.notFound(JobID(rawValue: 77))) {
+            try await client.handle(for: JobID(rawValue: 77)).finished().get()
+        }
+    }
+}
