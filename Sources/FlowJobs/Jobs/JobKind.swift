@@ -3,8 +3,8 @@ import FlowTimers
 import Foundation
 
 /// A type of job: its name in the store, its payload's type, and how its attempts are run and retried.
-/// The same value enqueues jobs (``JobClient/enqueue(_:_:options:)``) and registers their handler
-/// (``JobWorker/register(_:handler:)-(_,(Payload,JobContext)->Future<Void>)``).
+/// The same value enqueues jobs (through a ``JobClient``) and registers their handler (with a
+/// ``JobWorker``).
 ///
 /// ```swift
 /// struct Email: Codable, Sendable { let to: String }

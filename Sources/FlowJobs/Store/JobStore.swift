@@ -8,7 +8,7 @@ import Foundation
 /// is durable (committed), and its callbacks run where the caller asked (`Scheduler.current` by
 /// default). A store moves jobs only through ``JobLifecycle``'s transitions.
 ///
-/// Fencing: ``heartbeat(_:)``, ``finish(_:outcome:effects:)`` and ``release(_:)`` take the
+/// Fencing: ``heartbeat(_:leaseDuration:)``, ``finish(_:outcome:effects:)`` and ``release(_:)`` take the
 /// ``JobLease`` of a claim and change the job only while it is still running under that lease's fence.
 /// Otherwise they change nothing and fail with ``JobStoreError/leaseLost(_:)``: a worker whose lease
 /// expired (and whose job someone else may run now) learns it and stops.
