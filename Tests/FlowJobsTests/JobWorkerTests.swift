@@ -80,6 +80,23 @@ struct JobWorkerTests {
         #expect(ranAt.withLock { $0 } == [60])
     }
 
+    @Test func aJobGivenARunTimeRunsThen() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let ranAt = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        worker.register(message) { _, _ in
+            ranAt.withLock { $0.append(jobs.elapsedSeconds) }
+            return Future()
+        }
+        worker.start()
+        let runAt = rig.store.clock.now().addingTimeInterval(90)
+        let handle = try rig.enqueue(message, Message(text: "at"), EnqueueOptions(at: runAt))
+        #expect(try rig.record(handle).state == .scheduled)
+        rig.jobs.advance(by: .seconds(120))
+        #expect(ranAt.withLock { $0 } == [90])
+    }
+
     @Test func anEarlierEnqueueRearmsTheTimerOfAWaitingWorker() throws {
         let rig = try Rig()
         let worker = rig.worker()

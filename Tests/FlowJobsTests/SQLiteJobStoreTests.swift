@@ -153,6 +153,34 @@ struct SQLiteJobStoreTests {
         store.close()
     }
 
+    @Test func aJobEnqueuedThroughTheCallersOwnConnectionExistsOnlyIfTheirTransactionCommits() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        let heard = Synchronization.Mutex<[JobStoreNotification]>([])
+        let observation = store.observe { notification in heard.withLock { $0.append(notification) } }
+        defer { observation.dispose() }
+        let own = try OtherConnection(path)
+        #expect(own.run("CREATE TABLE orders (id INTEGER PRIMARY KEY)") == SQLITE_OK)
+
+        #expect(own.run("BEGIN IMMEDIATE") == SQLITE_OK)
+        own.run("INSERT INTO orders VALUES (1)")
+        try store.enqueue(job, inTransactionOf: own.handle)
+        #expect(own.run("ROLLBACK") == SQLITE_OK)
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().isEmpty)
+
+        #expect(own.run("BEGIN IMMEDIATE") == SQLITE_OK)
+        own.run("INSERT INTO orders VALUES (2)")
+        let enqueued = try store.enqueue(job, inTransactionOf: own.handle)
+        #expect(own.run("COMMIT") == SQLITE_OK)
+        store.didCommitEnqueues(inQueues: ["default"])
+        let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        #expect(records.map(\.id) == [enqueued.id] && records[0].state == .available)
+        #expect(own.text("SELECT group_concat(id) FROM orders") == "2")
+        #expect(heard.withLock { $0 } == [.enqueued(queues: ["default"])])
+        try await store.close().get()
+    }
+
     @Test func aPayloadThatCannotBeEncodedFailsTheEnqueueAndAddsNothing() async throws {
         struct Unencodable: Codable, Sendable {
             func encode(to encoder: any Encoder) throws { throw TestFailure() }

@@ -9,6 +9,8 @@ private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
+    /// Whether this object opened the handle, and so closes it.
+    private let ownsHandle: Bool
     /// Notifications produced by the request being run, published by the writer after the commit.
     var pendingNotifications: [JobStoreNotification] = []
 
@@ -25,6 +27,7 @@ final class SQLiteConnection {
         }
         handle = opened
         self.path = path
+        ownsHandle = true
         // Busy waits are ours (the writer retries with a backoff), so SQLite answers SQLITE_BUSY at once.
         sqlite3_busy_timeout(handle, 0)
         sqlite3_extended_result_codes(handle, 1)
@@ -34,8 +37,15 @@ final class SQLiteConnection {
         }
     }
 
+    /// Uses a caller's open connection, leaving its settings alone and never closing it.
+    init(borrowing handle: OpaquePointer) {
+        self.handle = handle
+        path = sqlite3_db_filename(handle, "main").map { String(cString: $0) } ?? ""
+        ownsHandle = false
+    }
+
     deinit {
-        sqlite3_close_v2(handle)
+        if ownsHandle { sqlite3_close_v2(handle) }
     }
 
     /// The store error for an SQLite result code.

@@ -267,6 +267,40 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
+    /// Enqueues a job through your own SQLite connection to the same database file, inside the
+    /// transaction you have open on it: the job exists if and only if your transaction commits.
+    ///
+    /// ```swift
+    /// sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+    /// // … your own writes …
+    /// let job = try store.enqueue(shipOrder.newJob(order, clock: store.clock), inTransactionOf: db)
+    /// sqlite3_exec(db, "COMMIT", nil, nil, nil)
+    /// store.didCommitEnqueues(inQueues: ["default"])   // wakes this process's workers at once
+    /// ```
+    ///
+    /// The connection must be opened with the SQLite this store links (the system's libsqlite3), on
+    /// this store's database, and be inside a transaction (a misuse stops the program with a message). Workers of this process hear of the job only through
+    /// ``didCommitEnqueues(inQueues:)``, or at their next claim. Runs on the calling thread.
+    ///
+    /// - Parameters:
+    ///   - job: the job, as ``JobKind/newJob(_:options:clock:)`` describes it.
+    ///   - connection: your `sqlite3 *`, with a transaction open.
+    /// - Returns: the job's identifier, or the unfinished job with the same unique key.
+    @discardableResult
+    public func enqueue(_ job: NewJob, inTransactionOf connection: OpaquePointer) throws -> EnqueuedJob {
+        misusePrecondition(
+            sqlite3_get_autocommit(connection) == 0,
+            "SQLiteJobStore.enqueue(_:inTransactionOf:): the connection has no open transaction; BEGIN one first")
+        let borrowed = SQLiteConnection(borrowing: connection)
+        return try Self.insert(job, now: clock.now().milliseconds, on: borrowed)
+    }
+
+    /// Tells this process's workers that jobs were committed to `queues` through another connection
+    /// (``enqueue(_:inTransactionOf:)``), so that they claim at once.
+    public func didCommitEnqueues(inQueues queues: Set<String>) {
+        writer.publishNow([.enqueued(queues: queues)])
+    }
+
     /// Calls `observer` after commits in this process; see ``JobStore/observe(_:)``.
     public func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
         writer.observe(observer)

@@ -127,6 +127,11 @@ final class SQLiteWriter: Sendable {
         }
     }
 
+    /// Publishes notifications of a commit made outside the writer.
+    func publishNow(_ notifications: [JobStoreNotification]) {
+        publish(notifications)
+    }
+
     private func publish(_ notifications: [JobStoreNotification]) {
         guard !notifications.isEmpty else { return }
         let current = observers.withLock { Array($0.byKey.values) }
