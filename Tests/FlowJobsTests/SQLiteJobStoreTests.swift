@@ -106,12 +106,30 @@ struct SQLiteJobStoreTests {
         }
     }
 
-    @Test(.enabled(if: geteuid() != 0, "root writes read-only files"))
-    func aReadOnlyFileIsRefusedAtOpen() throws {
+    /// Root writes files whatever their permissions, but not immutable ones.
+    private static let chattr = "/usr/bin/chattr"
+    private static let canMakeReadOnly = geteuid() != 0 || FileManager.default.isExecutableFile(atPath: chattr)
+
+    private static func setReadOnly(_ path: String, _ readOnly: Bool) throws {
+        if geteuid() == 0 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: chattr)
+            process.arguments = [readOnly ? "+i" : "-i", path]
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw TestFailure() }
+        } else {
+            try FileManager.default.setAttributes([.posixPermissions: readOnly ? 0o444 : 0o644], ofItemAtPath: path)
+        }
+    }
+
+    @Test(.enabled(if: canMakeReadOnly, "needs chattr to make a file read-only for root"))
+    func aReadOnlyFileIsRefusedAtOpen() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path("readonly.sqlite")
-        try SQLiteJobStore(path: path).close()
-        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
+        try await SQLiteJobStore(path: path).close().get()
+        try Self.setReadOnly(path, true)
+        defer { try? Self.setReadOnly(path, false) }
         #expect(throws: JobStoreError.readOnly(path: path)) { _ = try SQLiteJobStore(path: path) }
     }
 
