@@ -87,7 +87,10 @@ let package = Package(
         .target(name: "FlowSystem", dependencies: ["Flow", "FlowNet", "CLibUV"]),
 
         // Durable jobs: the job's life, the store protocol, the SQLite store, the worker.
-        .target(name: "FlowJobs", dependencies: ["Flow", "FlowTimers", "CSQLite"]),
+        .target(
+            name: "FlowJobs",
+            dependencies: ["Flow", "FlowTimers", "CSQLite", .product(name: "Logging", package: "swift-log")]
+        ),
 
         // Programs: `swift run <Name>`.
         .executableTarget(
@@ -226,7 +229,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowJobsTests",
-            dependencies: ["FlowJobs", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite"]
+            dependencies: [
+                "FlowJobs", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "FlowSystemTests",

@@ -2,6 +2,7 @@ import Flow
 import FlowJobs
 import FlowTimers
 import Foundation
+import Logging
 import Synchronization
 import Testing
 
@@ -422,5 +423,24 @@ struct JobWorkerTests {
         rig.jobs.advance(by: .seconds(10))
         let record = try rig.record(handle)
         #expect(record.state == .completed && record.attempt == 2)
+    }
+
+    @Test func eachAttemptIsLoggedWithTheJobsMetadata() throws {
+        let rig = try Rig()
+        let lines = CapturingLogHandler.Lines()
+        let logger = Logger(label: "jobs") { _ in CapturingLogHandler(lines: lines) }
+        let worker = JobWorker(
+            store: rig.store, scheduler: rig.jobs.scheduler,
+            configuration: .init(identity: "logged", logger: logger))
+        worker.register(message) { _, context in context.attempt == 1 ? Future(error: TestFailure()) : Future() }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "logged"))
+        rig.jobs.advance(by: .seconds(10))
+        #expect(lines.all.map(\.level) == [.debug, .warning, .debug, .info])
+        let failure = lines.all[1]
+        #expect(failure.metadata["job.id"] == "\(handle.id.rawValue)" && failure.metadata["job.attempt"] == "1")
+        #expect(failure.metadata["job.name"] == "message" && failure.metadata["job.worker"] == "logged")
+        #expect(failure.metadata["job.error"] == "the handler failed on purpose")
+        #expect(lines.all[3].metadata["job.state"] == "completed")
     }
 }

@@ -1,6 +1,7 @@
 import Flow
 import FlowTimers
 import Foundation
+import Logging
 import Synchronization
 
 /// Runs jobs from a store: claims due jobs of its queues up to each queue's concurrency limit, runs
@@ -48,6 +49,11 @@ public final class JobWorker: Sendable {
         public var identity: String
         /// Called with each of the worker's events, for logs and metrics.
         public var onEvent: (@Sendable (JobWorkerEvent) -> Void)?
+        /// Where the worker logs one line per attempt's start (debug) and end (info when completed or
+        /// cancelled, warning when retried or the lease was lost, error when discarded), with the job's
+        /// identifier, name, queue, attempt and the worker's identity as metadata; `nil` (the default)
+        /// for no logging.
+        public var logger: Logger?
 
         /// Describes how a worker runs.
         ///
@@ -58,13 +64,15 @@ public final class JobWorker: Sendable {
         ///   - maxLeaseExpiries: the quarantine threshold.
         ///   - identity: the worker's name in the store.
         ///   - onEvent: called with each of the worker's events.
+        ///   - logger: where to log each attempt's start and end.
         public init(
             concurrencyByQueue: [String: Int] = ["default": 10],
             leaseDuration: Duration = .seconds(15),
             heartbeatInterval: Duration? = nil,
             maxLeaseExpiries: Int = 3,
             identity: String? = nil,
-            onEvent: (@Sendable (JobWorkerEvent) -> Void)? = nil
+            onEvent: (@Sendable (JobWorkerEvent) -> Void)? = nil,
+            logger: Logger? = nil
         ) {
             misusePrecondition(
                 concurrencyByQueue.values.allSatisfy { $0 >= 1 },
@@ -78,6 +86,7 @@ public final class JobWorker: Sendable {
             self.identity = identity
                 ?? "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
             self.onEvent = onEvent
+            self.logger = logger
         }
     }
 
@@ -312,7 +321,7 @@ public final class JobWorker: Sendable {
             claim = value
         case .failure(let error):
             state.withLock { $0.isClaiming = false }
-            configuration.onEvent?(.storeFailed("claim: \(error)"))
+            emit(.storeFailed("claim: \(error)"))
             armWakeTimer(at: store.clock.now().addingTimeInterval(1))
             return
         }
@@ -364,7 +373,7 @@ public final class JobWorker: Sendable {
 
     private func run(_ attempt: RunningAttempt) {
         let id = attempt.record.id
-        configuration.onEvent?(.attemptStarted(attempt.record))
+        emit(.attemptStarted(attempt.record))
         guard let registration = state.withLock({ $0.registrations[attempt.record.name] }) else { return }
         let timers = attempt.timers
         if let timeout = registration.timeout {
@@ -407,10 +416,10 @@ public final class JobWorker: Sendable {
                     armHeartbeat(for: current)
                 }
             case .failure(JobStoreError.leaseLost(let lease)):
-                configuration.onEvent?(.leaseLost(lease))
+                emit(.leaseLost(lease))
                 stop(id, reason: .leaseLost)
             case .failure(let error):
-                configuration.onEvent?(.storeFailed("heartbeat of \(id): \(error)"))
+                emit(.storeFailed("heartbeat of \(id): \(error)"))
                 if let current = state.withLock({ $0.running[id] }) { armHeartbeat(for: current) }
             }
         }
@@ -472,17 +481,17 @@ public final class JobWorker: Sendable {
             guard let self else { return }
             switch result {
             case .success(let record):
-                configuration.onEvent?(.attemptFinished(record))
+                emit(.attemptFinished(record))
                 writeSettled()
             case .failure(JobStoreError.leaseLost(let lease)):
-                configuration.onEvent?(.leaseLost(lease))
+                emit(.leaseLost(lease))
                 writeSettled()
             case .failure(let error) where effects != nil:
                 // The effects threw or could not commit: the attempt failed, and nothing of it committed.
                 let backoff = state.withLock { $0.registrations[attempt.record.name]?.backoff }
                 finish(attempt, outcome: failure(error, of: attempt, backoff: backoff), effects: nil)
             case .failure(let error):
-                configuration.onEvent?(.storeFailed("finishing \(attempt.record.id): \(error)"))
+                emit(.storeFailed("finishing \(attempt.record.id): \(error)"))
                 writeSettled()
             }
         }
@@ -493,11 +502,43 @@ public final class JobWorker: Sendable {
         store.release(lease).onResult(on: scheduler) { [weak self] result in
             guard let self else { return }
             switch result {
-            case .success: configuration.onEvent?(.released(lease))
-            case .failure(JobStoreError.leaseLost(let lease)): configuration.onEvent?(.leaseLost(lease))
-            case .failure(let error): configuration.onEvent?(.storeFailed("releasing \(lease.id): \(error)"))
+            case .success: emit(.released(lease))
+            case .failure(JobStoreError.leaseLost(let lease)): emit(.leaseLost(lease))
+            case .failure(let error): emit(.storeFailed("releasing \(lease.id): \(error)"))
             }
             writeSettled()
+        }
+    }
+
+    // MARK: Reporting
+
+    private func emit(_ event: JobWorkerEvent) {
+        configuration.onEvent?(event)
+        guard let logger = configuration.logger else { return }
+        func metadata(_ record: JobRecord) -> Logger.Metadata {
+            [
+                "job.id": "\(record.id.rawValue)", "job.name": "\(record.name)", "job.queue": "\(record.queue)",
+                "job.attempt": "\(record.attempt)", "job.worker": "\(configuration.identity)",
+            ]
+        }
+        switch event {
+        case .attemptStarted(let record):
+            logger.debug("job attempt started", metadata: metadata(record))
+        case .attemptFinished(let record):
+            var details = metadata(record)
+            details["job.state"] = "\(record.state.rawValue)"
+            if let error = record.lastError, record.state != .completed { details["job.error"] = "\(error)" }
+            switch record.state {
+            case .completed, .cancelled: logger.info("job attempt ended", metadata: details)
+            case .retryable: logger.warning("job attempt failed; retrying", metadata: details)
+            default: logger.error("job attempt failed; giving up", metadata: details)
+            }
+        case .leaseLost(let lease):
+            logger.warning("job lease lost; letting the job go", metadata: ["job.id": "\(lease.id.rawValue)"])
+        case .released(let lease):
+            logger.info("job given back at shutdown", metadata: ["job.id": "\(lease.id.rawValue)"])
+        case .storeFailed(let message):
+            logger.error("job store operation failed", metadata: ["error": "\(message)"])
         }
     }
 

@@ -2,6 +2,7 @@ import Flow
 import FlowJobs
 import FlowTesting
 import Foundation
+import Logging
 import Synchronization
 
 /// A wall clock the test sets: starts at a fixed date, moves when told, and can step backwards.
@@ -146,5 +147,33 @@ final class PendingWork: Sendable {
             return current
         }
         for completion in waiting { completion(result) }
+    }
+}
+
+/// A swift-log handler that keeps each line's level, message and metadata.
+struct CapturingLogHandler: LogHandler {
+    struct Line: Sendable {
+        let level: Logger.Level
+        let message: String
+        let metadata: Logger.Metadata
+    }
+
+    final class Lines: Sendable {
+        private let lines = Synchronization.Mutex<[Line]>([])
+        var all: [Line] { lines.withLock { $0 } }
+        func append(_ line: Line) { lines.withLock { $0.append(line) } }
+    }
+
+    let lines: Lines
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lines.append(Line(level: event.level, message: "\(event.message)", metadata: event.metadata ?? [:]))
     }
 }
