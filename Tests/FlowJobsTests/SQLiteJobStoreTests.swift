@@ -153,6 +153,27 @@ struct SQLiteJobStoreTests {
         store.close()
     }
 
+    @Test func aDatabaseLockedExclusivelyWhileOpeningFailsWithBusyAfterItsRetries() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let other = try OtherConnection(path)
+        #expect(other.run("CREATE TABLE unrelated (x); BEGIN EXCLUSIVE") == SQLITE_OK)
+        let retries = Synchronization.Mutex(0)
+        #expect {
+            _ = try SQLiteJobStore(
+                path: path,
+                configuration: .init(busyRetryLimit: 2, busyBackoff: .constant(0.001), onBusyRetry: { _ in
+                    retries.withLock { $0 += 1 }
+                }))
+        } throws: { error in
+            if case JobStoreError.busy = error { return true }
+            return false
+        }
+        #expect(retries.withLock { $0 } == 2)
+        #expect(other.run("COMMIT") == SQLITE_OK)
+        #expect(throws: Never.self) { try SQLiteJobStore(path: path).close() }
+    }
+
     @Test func aDatabaseThatStaysLockedFailsWithBusyAndAddsNothing() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path("jobs.sqlite")
