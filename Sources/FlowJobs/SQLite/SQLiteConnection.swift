@@ -11,6 +11,9 @@ final class SQLiteConnection {
     let path: String
     /// Whether this object opened the handle, and so closes it.
     private let ownsHandle: Bool
+    /// Prepared statements by their SQL, kept for the connection's life: the store runs the same few
+    /// statements over and over.
+    private var statements: [String: OpaquePointer] = [:]
     /// Notifications produced by the request being run, published by the writer after the commit.
     var pendingNotifications: [JobStoreNotification] = []
 
@@ -45,6 +48,7 @@ final class SQLiteConnection {
     }
 
     deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
         if ownsHandle { sqlite3_close_v2(handle) }
     }
 
@@ -66,13 +70,22 @@ final class SQLiteConnection {
         guard code == SQLITE_OK else { throw error(code) }
     }
 
-    /// Runs one statement, returning its rows.
+    /// Runs one statement, returning its rows. The store's own statements are prepared once and
+    /// kept (`keepsStatement`); a caller's SQL, whose variety has no bound, is prepared each time.
     @discardableResult
-    func query(_ sql: String, _ arguments: [SQLValue] = []) throws(JobStoreError) -> [[SQLValue]] {
-        var statement: OpaquePointer?
-        var code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-        guard code == SQLITE_OK, let statement else { throw error(code) }
-        defer { sqlite3_finalize(statement) }
+    func query(
+        _ sql: String, _ arguments: [SQLValue] = [], keepsStatement: Bool = true
+    ) throws(JobStoreError) -> [[SQLValue]] {
+        let statement = try keepsStatement ? prepared(sql) : preparedOnce(sql)
+        defer {
+            if keepsStatement {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            } else {
+                sqlite3_finalize(statement)
+            }
+        }
+        var code = SQLITE_OK
         for (offset, argument) in arguments.enumerated() {
             let index = Int32(offset + 1)
             switch argument {
@@ -115,10 +128,29 @@ final class SQLiteConnection {
         }
     }
 
+    private func preparedOnce(_ sql: String) throws(JobStoreError) -> OpaquePointer {
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard code == SQLITE_OK, let statement else { throw error(code) }
+        return statement
+    }
+
+    /// The statement for `sql`, prepared at its first use and kept until the connection goes.
+    private func prepared(_ sql: String) throws(JobStoreError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard code == SQLITE_OK, let statement else { throw error(code) }
+        statements[sql] = statement
+        return statement
+    }
+
     /// Runs one statement that returns no rows, answering how many rows it changed.
     @discardableResult
-    func execute(_ sql: String, _ arguments: [SQLValue] = []) throws(JobStoreError) -> Int {
-        try query(sql, arguments)
+    func execute(
+        _ sql: String, _ arguments: [SQLValue] = [], keepsStatement: Bool = true
+    ) throws(JobStoreError) -> Int {
+        try query(sql, arguments, keepsStatement: keepsStatement)
         return Int(sqlite3_changes(handle))
     }
 }

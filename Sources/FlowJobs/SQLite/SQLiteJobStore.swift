@@ -463,11 +463,11 @@ struct SQLiteTransaction: JobTransaction {
 
     @discardableResult
     func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
-        try connection.execute(sql, arguments)
+        try connection.execute(sql, arguments, keepsStatement: false)
     }
 
     func query(_ sql: String, _ arguments: [SQLValue]) throws -> [[SQLValue]] {
-        try connection.query(sql, arguments)
+        try connection.query(sql, arguments, keepsStatement: false)
     }
 
     @discardableResult

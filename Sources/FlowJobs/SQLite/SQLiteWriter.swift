@@ -182,7 +182,7 @@ final class SQLiteWriter: Sendable {
         _ batch: [Request], on connection: SQLiteConnection
     ) -> [((any Error)?, [JobStoreNotification])] {
         do {
-            try withBusyRetry { () throws(JobStoreError) in try connection.run("BEGIN IMMEDIATE") }
+            try withBusyRetry { () throws(JobStoreError) in try connection.execute("BEGIN IMMEDIATE") }
         } catch {
             return batch.map { _ in (error, []) }
         }
@@ -191,10 +191,10 @@ final class SQLiteWriter: Sendable {
         do {
             for request in batch {
                 connection.pendingNotifications.removeAll()
-                try connection.run("SAVEPOINT request")
+                try connection.execute("SAVEPOINT request")
                 do {
                     try request.run(connection)
-                    try connection.run("RELEASE request")
+                    try connection.execute("RELEASE request")
                     outcomes.append((nil, connection.pendingNotifications))
                 } catch {
                     try connection.run("ROLLBACK TO request; RELEASE request")
@@ -202,7 +202,7 @@ final class SQLiteWriter: Sendable {
                 }
             }
             connection.pendingNotifications.removeAll()
-            try withBusyRetry { () throws(JobStoreError) in try connection.run("COMMIT") }
+            try withBusyRetry { () throws(JobStoreError) in try connection.execute("COMMIT") }
             return outcomes
         } catch {
             try? connection.run("ROLLBACK")

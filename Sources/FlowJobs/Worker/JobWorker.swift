@@ -108,7 +108,10 @@ public final class JobWorker: Sendable {
         let context: JobContext
         /// The future observing the handler: cancelling it cancels the handler's future upstream.
         var observation: Future<Void>?
-        var timers = DisposeBag()
+        /// The attempt's timers, disposed when it ends.
+        let timers = DisposeBag()
+        /// The next heartbeat: one timer at a time, replaced at each re-arm (and held by `timers`).
+        let heartbeat = ReplaceableTimer()
         var lease: JobLease { JobLease(id: record.id, fence: record.fence) }
     }
 
@@ -376,6 +379,7 @@ public final class JobWorker: Sendable {
         emit(.attemptStarted(attempt.record))
         guard let registration = state.withLock({ $0.registrations[attempt.record.name] }) else { return }
         let timers = attempt.timers
+        timers += attempt.heartbeat
         if let timeout = registration.timeout {
             timers += scheduler.async(after: timeout.seconds) { [weak self] in
                 self?.stop(id, reason: .timedOut(timeout))
@@ -398,9 +402,9 @@ public final class JobWorker: Sendable {
     private func armHeartbeat(for attempt: RunningAttempt) {
         let interval = configuration.heartbeatInterval ?? configuration.leaseDuration / 3
         let id = attempt.record.id
-        attempt.timers += scheduler.async(after: interval.seconds) { [weak self] in
+        attempt.heartbeat.replace(with: scheduler.async(after: interval.seconds) { [weak self] in
             self?.heartbeat(id)
-        }
+        })
     }
 
     private func heartbeat(_ id: JobID) {
@@ -571,5 +575,30 @@ public final class JobWorker: Sendable {
         }
         deadline?.dispose()
         completion?(.success(()))
+    }
+}
+
+/// One timer at a time: arming a new one disposes the previous; once disposed, it disposes whatever
+/// it is given.
+final class ReplaceableTimer: Disposable {
+    private let state = Synchronization.Mutex<(current: Disposable?, isDisposed: Bool)>((nil, false))
+
+    func replace(with timer: Disposable) {
+        let (previous, isDisposed) = state.withLock { state -> (Disposable?, Bool) in
+            guard !state.isDisposed else { return (nil, true) }
+            defer { state.current = timer }
+            return (state.current, false)
+        }
+        previous?.dispose()
+        if isDisposed { timer.dispose() }
+    }
+
+    func dispose() {
+        let current = state.withLock { state -> Disposable? in
+            state.isDisposed = true
+            defer { state.current = nil }
+            return state.current
+        }
+        current?.dispose()
     }
 }
