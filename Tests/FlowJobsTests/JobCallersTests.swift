@@ -1,6 +1,7 @@
 import Flow
 import FlowJobs
 import FlowTestSupport
+import Dispatch
 import Foundation
 import Synchronization
 import Testing
@@ -55,14 +56,14 @@ struct JobCallersTests {
         let directory = TemporaryDirectory()
         let store = try SQLiteJobStore(path: directory.path("jobs.sqlite"))
         let started = AsyncStream<Void>.makeStream()
-        let sawCancellation = Synchronization.Mutex(false)
+        let sawCancellation = DispatchSemaphore(value: 0)
         let worker = JobWorker(store: store, scheduler: .background)
         worker.register(greeting) { _, _ async throws in
             started.continuation.yield()
             do {
                 try await Task.sleep(for: .seconds(hangGuardSeconds))
             } catch is CancellationError {
-                sawCancellation.withLock { $0 = true }
+                sawCancellation.signal()
                 throw CancellationError()
             }
         }
@@ -73,7 +74,9 @@ struct JobCallersTests {
         #expect(try await handle.cancel().get() == .requested)
         let record = try await handle.finished().get()
         #expect(record.state == .cancelled)
-        #expect(sawCancellation.withLock { $0 })
+        // The task sees its cancellation on its own thread, after the store recorded it.
+        let waited = await Task.detached { sawCancellation.wait(timeout: .now() + hangGuard) }.value
+        #expect(waited == .success, "the handler's task saw its cancellation")
         try await worker.shutdown(gracePeriod: .seconds(1)).get()
         store.close()
     }

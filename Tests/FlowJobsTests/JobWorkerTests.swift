@@ -62,6 +62,25 @@ struct JobWorkerTests {
         #expect(rig.jobs.clock.pendingCount == 0, "an idle worker arms no timer: it does not poll")
     }
 
+    @Test func everyWaiterOfAJobHearsItsEndAndACancelledWaitIsDropped() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let work = PendingWork()
+        worker.register(message) { _, _ in work.future() }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "watched"))
+        rig.jobs.clock.advance(by: .zero)
+        let first = handle.finished()
+        let second = rig.client.handle(for: handle.id).finished()
+        let dropped = handle.finished()
+        dropped.cancel()
+        work.completeAll()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(try completed(first).state == .completed)
+        #expect(try completed(second).state == .completed)
+        #expect(throws: FutureError.aborted) { try completed(dropped) }
+    }
+
     @Test func aDelayedJobRunsAtItsDueTimeFromATimerNotBefore() throws {
         let rig = try Rig()
         let worker = rig.worker()

@@ -14,9 +14,60 @@ public final class JobClient: Sendable {
     /// The store the jobs are kept in.
     public let store: any JobStore
 
+    private typealias Waiter = @Sendable (Result<JobRecord>) -> Void
+
+    /// Those awaiting a job's end, by job, and the one store observation that serves them all.
+    private struct Waiters {
+        var observation: Disposable?
+        var byJob: [JobID: [UInt64: Waiter]] = [:]
+        var nextKey: UInt64 = 0
+    }
+
+    private let waiters = Synchronization.Mutex(Waiters())
+
     /// Creates a client of `store`.
     public init(store: any JobStore) {
         self.store = store
+    }
+
+    deinit {
+        waiters.withLock { $0.observation }?.dispose()
+    }
+
+    /// The job's end, as ``JobHandle/finished()`` describes it.
+    func finished(_ id: JobID) -> Future<JobRecord> {
+        Future<JobRecord>(on: .none) { [self] completion in
+            let key = waiters.withLock { waiters in
+                if waiters.observation == nil {
+                    waiters.observation = store.observe { [weak self] notification in
+                        if case .finished(let record) = notification { self?.complete(record.id, with: .success(record)) }
+                    }
+                }
+                defer { waiters.nextKey += 1 }
+                waiters.byJob[id, default: [:]][waiters.nextKey] = completion
+                return waiters.nextKey
+            }
+            // Registered first, read second: an end committed in between is heard either way.
+            store.job(id).onResult(on: .none) { [weak self] result in
+                switch result {
+                case .success(let record?) where record.state.isTerminal: self?.complete(id, with: .success(record))
+                case .success(nil): self?.complete(id, with: .failure(JobHandleError.notFound(id)))
+                case .success: break
+                case .failure(let error): self?.complete(id, with: .failure(error))
+                }
+            }
+            return Disposer { [weak self] in
+                self?.waiters.withLock { waiters in
+                    waiters.byJob[id]?[key] = nil
+                    if waiters.byJob[id]?.isEmpty == true { waiters.byJob[id] = nil }
+                }
+            }
+        }
+    }
+
+    private func complete(_ id: JobID, with result: Result<JobRecord>) {
+        let waiting = waiters.withLock { $0.byJob.removeValue(forKey: id) } ?? [:]
+        for waiter in waiting.values { waiter(result) }
     }
 
     /// Enqueues one job; the future completes once the job is durable, with its handle (for a unique
@@ -92,31 +143,11 @@ public struct JobHandle: Sendable, Hashable {
     /// Completes with the job's record once it is completed, discarded, cancelled or quarantined.
     ///
     /// It learns of the end from the store's notifications in this process (a worker of this process
-    /// finishing the job, a cancellation, a rescue by a claim of this process). A job finished by
-    /// another process is seen by ``JobClient/job(_:)``, or by this future once a store operation of
-    /// this process next touches it. Fails with ``JobHandleError/notFound(_:)`` for an unknown job.
+    /// finishing the job, a cancellation, a rescue by a claim of this process). A job finished by a
+    /// worker of another process is seen by ``JobClient/job(_:)``. Fails with
+    /// ``JobHandleError/notFound(_:)`` for an unknown job.
     public func finished() -> Future<JobRecord> {
-        let id = id
-        let store = client.store
-        return Future<JobRecord>(on: .none) { completion in
-            let once = Synchronization.Mutex(false)
-            let complete: @Sendable (Result<JobRecord>) -> Void = { result in
-                guard once.withLock({ done in defer { done = true }; return !done }) else { return }
-                completion(result)
-            }
-            let observation = store.observe { notification in
-                if case .finished(let record) = notification, record.id == id { complete(.success(record)) }
-            }
-            store.job(id).onResult(on: .none) { result in
-                switch result {
-                case .success(let record?) where record.state.isTerminal: complete(.success(record))
-                case .success(nil): complete(.failure(JobHandleError.notFound(id)))
-                case .success: break
-                case .failure(let error): complete(.failure(error))
-                }
-            }
-            return observation
-        }
+        client.finished(id)
     }
 
     /// Cancels the job if it is queued, or asks its worker to stop it if it is running.
