@@ -338,4 +338,18 @@ struct JobStoreConformanceTests {
         #expect(Set(enqueued.map(\.id)).count == 100)
         #expect(try await subject.claim(["default": 1000]).jobs.count == 100)
     }
+
+    @Test(arguments: JobStoreFactory.all)
+    func aQueuesLimitKeptInTheStoreBoundsEveryWorkersClaims(_ factory: JobStoreFactory) async throws {
+        let subject = try Subject(factory)
+        for _ in 0..<5 { _ = try await subject.enqueue() }
+        try await subject.store.setConcurrencyLimit(2, forQueue: "default").get()
+        let first = try await subject.claim(["default": 10], worker: "a").jobs
+        let second = try await subject.claim(["default": 10], worker: "b").jobs
+        #expect(first.count == 2 && second.isEmpty)
+        _ = try await subject.store.finish(lease(first[0]), outcome: .completed, effects: nil).get()
+        #expect(try await subject.claim(["default": 10], worker: "b").jobs.count == 1)
+        try await subject.store.setConcurrencyLimit(nil, forQueue: "default").get()
+        #expect(try await subject.claim(["default": 10], worker: "c").jobs.count == 2)
+    }
 }

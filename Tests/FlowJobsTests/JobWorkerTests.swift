@@ -216,6 +216,25 @@ struct JobWorkerTests {
         #expect(rig.events.started.count == 3)
     }
 
+    @Test func aGlobalLimitHoldsAcrossWorkersAndAFinishFreesItAtOnce() throws {
+        let rig = try Rig()
+        try completed(rig.store.setConcurrencyLimit(1, forQueue: "default"))
+        let work = PendingWork()
+        let workers = [rig.worker(identity: "one"), rig.worker(identity: "two")]
+        for worker in workers {
+            worker.register(message) { _, _ in work.future() }
+            worker.start()
+        }
+        for index in 0..<3 { _ = try rig.enqueue(message, Message(text: "\(index)")) }
+        rig.jobs.clock.advance(by: .zero)
+        #expect(workers.map(\.runningCount).reduce(0, +) == 1)
+        work.completeFirst()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(workers.map(\.runningCount).reduce(0, +) == 1)
+        #expect(rig.events.started.count == 2, "the next job started as soon as the first finished")
+        #expect(rig.jobs.clock.pendingCount == 2, "only the running job's heartbeat and another's lease timer")
+    }
+
     @Test func higherPriorityRunsFirstAndOtherQueuesAreLeftAlone() throws {
         let rig = try Rig()
         let order = Synchronization.Mutex<[String]>([])

@@ -62,8 +62,28 @@ struct SQLiteJobStoreTests {
         let store = try SQLiteJobStore(path: path)
         let other = try OtherConnection(path)
         #expect(other.text("PRAGMA journal_mode") == "wal")
-        #expect(other.text("PRAGMA user_version") == "1")
+        #expect(other.text("PRAGMA user_version") == "2")
         store.close()
+    }
+
+    @Test func anOlderSchemaIsMigratedOnOpenKeepingItsJobs() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let first = try SQLiteJobStore(path: path)
+        let kept = try await first.enqueue([job]).get()
+        try await first.close().get()
+        do {
+            // Back to schema version 1, as an older FlowJobs left it.
+            let other = try OtherConnection(path)
+            #expect(other.run("DROP TABLE flow_queues; PRAGMA user_version = 1") == SQLITE_OK)
+        }
+        let migrated = try SQLiteJobStore(path: path)
+        #expect(try await migrated.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == kept.map(\.id))
+        try await migrated.setConcurrencyLimit(1, forQueue: "default").get()
+        try await migrated.close().get()
+        let other = try OtherConnection(path)
+        #expect(other.text("PRAGMA user_version") == "2")
+        #expect(other.text("SELECT max_running FROM flow_queues WHERE name = 'default'") == "1")
     }
 
     @Test func aMissingDirectoryIsACleanErrorAndAMissingFileCanBeRefused() throws {
@@ -101,7 +121,7 @@ struct SQLiteJobStoreTests {
             let other = try OtherConnection(path)
             other.run("PRAGMA user_version = 99")
         }
-        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 1)) {
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 2)) {
             _ = try SQLiteJobStore(path: path)
         }
     }

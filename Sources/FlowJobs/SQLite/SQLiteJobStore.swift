@@ -223,6 +223,27 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
+    /// Sets or removes a queue's limit across every worker; see
+    /// ``JobStore/setConcurrencyLimit(_:forQueue:)``.
+    @discardableResult
+    public func setConcurrencyLimit(_ maxRunning: Int?, forQueue queue: String) -> Future<Void> {
+        misusePrecondition(
+            maxRunning.map { $0 >= 1 } ?? true,
+            "setConcurrencyLimit(_:forQueue:): the limit must be at least 1, or nil for none, not \(maxRunning ?? 0)")
+        return writer.submit { connection in
+            if let maxRunning {
+                try connection.execute(
+                    "INSERT INTO flow_queues (name, max_running) VALUES (?, ?) "
+                        + "ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running",
+                    [.text(queue), .integer(Int64(maxRunning))])
+            } else {
+                try connection.execute("DELETE FROM flow_queues WHERE name = ?", [.text(queue)])
+            }
+            // Workers waiting on the old limit may claim now.
+            connection.pendingNotifications.append(.enqueued(queues: [queue]))
+        }
+    }
+
     /// The job's record; see ``JobStore/job(_:)``.
     public func job(_ id: JobID) -> Future<JobRecord?> {
         writer.submit { connection in try Self.record(id, on: connection) }
@@ -360,8 +381,20 @@ public final class SQLiteJobStore: JobStore {
         var claimed: [JobRecord] = []
         var queuesWithFreeSlots: [String] = []
         let leaseEnd = now + request.leaseDuration.milliseconds
-        for (queue, slots) in request.slotsByQueue.sorted(by: { $0.key < $1.key }) where slots > 0 {
+        for (queue, wanted) in request.slotsByQueue.sorted(by: { $0.key < $1.key }) where wanted > 0 {
             guard !names.isEmpty else { break }
+            // A queue's limit across every worker of the database, kept in the store.
+            var slots = wanted
+            if let limit = try connection.query(
+                "SELECT max_running FROM flow_queues WHERE name = ?", [.text(queue)]
+            ).first?.first?.integerValue {
+                let running = try connection.query(
+                    "SELECT COUNT(*) FROM flow_jobs WHERE queue = ? AND state = 'running'", [.text(queue)]
+                ).first?.first?.integerValue ?? 0
+                slots = min(wanted, Int(max(0, limit - running)))
+                // A queue held back by its global limit is not waited on by time: a finish frees it.
+                guard slots > 0 else { continue }
+            }
             // The update mirrors JobLifecycle's `claimed`: attempt and fence up by one, running.
             let rows = try connection.query(
                 """

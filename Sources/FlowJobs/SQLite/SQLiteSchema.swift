@@ -34,7 +34,14 @@ enum SQLiteSchema {
         CREATE INDEX flow_jobs_leases ON flow_jobs (state, lease_expires_at);
         CREATE UNIQUE INDEX flow_jobs_unique_key ON flow_jobs (unique_key)
             WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retryable');
+        """,
+        // 2: queues' concurrency limits across every worker.
         """
+        CREATE TABLE flow_queues (
+            name TEXT PRIMARY KEY,
+            max_running INTEGER NOT NULL CHECK (max_running >= 1)
+        );
+        """,
     ]
 
     /// The schema version this code writes.

@@ -39,6 +39,12 @@ public protocol JobStore: AnyObject, Sendable {
     /// Gives a running job back without finishing it: available at once, its attempt not counted.
     func release(_ lease: JobLease) -> Future<Void>
 
+    /// Sets a queue's concurrency limit across every worker of the store (all processes), or removes
+    /// it with `nil`: a claim takes no more jobs of the queue than the limit minus those running. A
+    /// worker's own per-queue limit applies as well.
+    @discardableResult
+    func setConcurrencyLimit(_ maxRunning: Int?, forQueue queue: String) -> Future<Void>
+
     /// Cancels a queued job, or asks the worker of a running job to stop it.
     func cancel(_ id: JobID) -> Future<JobCancellation>
 

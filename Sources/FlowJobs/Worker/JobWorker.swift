@@ -288,8 +288,9 @@ public final class JobWorker: Sendable {
             if !queues.isDisjoint(with: configuration.concurrencyByQueue.keys) { claimIfPossible() }
         case .cancellationRequested(let id):
             scheduler.async { [weak self] in self?.stop(id, reason: .cancellationRequested) }
-        case .finished:
-            break
+        case .finished(let record):
+            // A slot under a queue's global limit may have freed.
+            if configuration.concurrencyByQueue[record.queue] != nil { claimIfPossible() }
         }
     }
 
@@ -349,6 +350,12 @@ public final class JobWorker: Sendable {
         }
         if let wakeAt = claim.nextWakeAt {
             armWakeTimer(at: max(wakeAt, now))
+        } else {
+            // Nothing is pending for this worker: an earlier wake-up would only claim nothing.
+            state.withLock { state in
+                defer { state.wakeTimer = nil }
+                return state.wakeTimer
+            }?.dispose()
         }
         for attempt in started {
             run(attempt)

@@ -82,6 +82,10 @@ final class CrashableStore: JobStore {
 
     func release(_ lease: JobLease) -> Future<Void> { pass(.release(lease)) { base.release(lease) } }
     func cancel(_ id: JobID) -> Future<JobCancellation> { pass(.other) { base.cancel(id) } }
+
+    func setConcurrencyLimit(_ maxRunning: Int?, forQueue queue: String) -> Future<Void> {
+        pass(.other) { base.setConcurrencyLimit(maxRunning, forQueue: queue) }
+    }
     func job(_ id: JobID) -> Future<JobRecord?> { pass(.other) { base.job(id) } }
 
     func jobs(state: JobState?, queue: String?, limit: Int) -> Future<[JobRecord]> {
