@@ -1,3 +1,4 @@
+import Flow
 import Foundation
 
 /// A job's identifier in its store: unique for the store's lifetime, never reused.
@@ -121,6 +122,7 @@ public struct NewJob: Sendable, Hashable {
         name: String, queue: String, payload: Data, priority: Int = 0, runAt: Date? = nil, maxAttempts: Int,
         uniqueKey: String? = nil
     ) {
+        misusePrecondition(maxAttempts >= 1, "NewJob \(name): maxAttempts must be at least 1, not \(maxAttempts)")
         self.name = name
         self.queue = queue
         self.payload = payload

@@ -32,7 +32,9 @@ import Synchronization
 /// - **Shutdown**: ``shutdown(gracePeriod:)`` stops claiming, lets running attempts finish until the
 ///   grace period ends, then cancels them and gives their jobs back to the store, to run again at once.
 ///
-/// Callable from any thread, a detached task or async code.
+/// Callable from any thread, a detached task or async code. Keep a reference to the worker while it
+/// runs: one let go without ``shutdown(gracePeriod:)`` stops claiming and heartbeating, and its running
+/// jobs are rescued by other workers once their leases end.
 public final class JobWorker: Sendable {
     /// How a worker runs.
     public struct Configuration: Sendable {
@@ -79,6 +81,9 @@ public final class JobWorker: Sendable {
                 "JobWorker.Configuration: each queue's concurrency must be at least 1, not \(concurrencyByQueue)")
             misusePrecondition(leaseDuration > .zero, "JobWorker.Configuration: the lease must be positive")
             misusePrecondition(maxLeaseExpiries >= 1, "JobWorker.Configuration: maxLeaseExpiries must be at least 1")
+            misusePrecondition(
+                heartbeatInterval.map { $0 > .zero && $0 < leaseDuration } ?? true,
+                "JobWorker.Configuration: the heartbeat interval must be positive and shorter than the lease")
             self.concurrencyByQueue = concurrencyByQueue
             self.leaseDuration = leaseDuration
             self.heartbeatInterval = heartbeatInterval
@@ -149,6 +154,17 @@ public final class JobWorker: Sendable {
         self.store = store
         self.scheduler = scheduler
         self.configuration = configuration
+    }
+
+    deinit {
+        // A worker let go without a shutdown stops listening and waking; its running jobs' leases
+        // lapse and other workers rescue them.
+        let (observation, wakeTimer, running) = state.withLock { state in
+            (state.storeObservation, state.wakeTimer, Array(state.running.values))
+        }
+        observation?.dispose()
+        wakeTimer?.dispose()
+        for attempt in running { attempt.timers.dispose() }
     }
 
     // MARK: Registering handlers
