@@ -89,7 +89,10 @@ let package = Package(
         // Durable jobs: the job's life, the store protocol, the SQLite store, the worker.
         .target(
             name: "FlowJobs",
-            dependencies: ["Flow", "FlowTimers", "CSQLite", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Flow", "FlowTimers", "CSQLite", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
         ),
 
         // Programs: `swift run <Name>`.
@@ -232,6 +235,7 @@ let package = Package(
             dependencies: [
                 "FlowJobs", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import FlowJobs
 import FlowTimers
 import Foundation
 import Logging
+import MetricsTestKit
 import Synchronization
 import Testing
 
@@ -480,5 +481,40 @@ struct JobWorkerTests {
         #expect(failure.metadata["job.name"] == "message" && failure.metadata["job.worker"] == "logged")
         #expect(failure.metadata["job.error"] == "the handler failed on purpose")
         #expect(lines.all[3].metadata["job.state"] == "completed")
+    }
+}
+
+@Suite("JobWorker metrics")
+struct JobWorkerMetricsTests {
+    @Test func attemptsRunTimeLagAndClaimLatencyAreReported() throws {
+        let jobs = VirtualJobs()
+        let store = try jobs.openStore()
+        let client = JobClient(store: store)
+        let metrics = TestMetrics()
+        let work = PendingWork()
+        let worker = JobWorker(
+            store: store, scheduler: jobs.scheduler,
+            configuration: .init(metrics: JobMetrics(dimensions: [("service", "test")], factory: metrics)))
+        worker.register(message) { payload, _ in payload.text == "fails" ? Future(error: TestFailure()) : work.future() }
+        try completed(client.enqueue(message, Message(text: "slow")))
+        try completed(client.enqueue(message, Message(text: "fails")))
+        jobs.clock.advance(by: .seconds(5))
+        worker.start()
+        jobs.clock.advance(by: .seconds(3))
+        work.completeAll()
+        jobs.clock.advance(by: .zero)
+
+        let completedCount = try metrics.expectCounter(
+            "flow_jobs_attempts", [("service", "test"), ("queue", "default"), ("name", "message"), ("state", "completed")])
+        let retried = try metrics.expectCounter(
+            "flow_jobs_attempts", [("service", "test"), ("queue", "default"), ("name", "message"), ("state", "retryable")])
+        #expect(completedCount.totalValue == 1 && retried.totalValue == 1)
+        let runTime = try metrics.expectTimer(
+            "flow_jobs_run_time", [("service", "test"), ("queue", "default"), ("name", "message")])
+        #expect(runTime.values.sorted() == [0, 3_000_000_000])
+        let lag = try metrics.expectTimer("flow_jobs_lag", [("service", "test"), ("queue", "default")])
+        #expect(lag.values == [5_000_000_000, 5_000_000_000], "both jobs started 5 s after their run time")
+        let claims = try metrics.expectTimer("flow_jobs_claim_latency", [("service", "test")])
+        #expect(!claims.values.isEmpty && claims.values.allSatisfy { $0 == 0 }, "a calling-thread store answers at once")
     }
 }

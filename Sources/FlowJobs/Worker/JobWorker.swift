@@ -56,6 +56,9 @@ public final class JobWorker: Sendable {
         /// identifier, name, queue, attempt and the worker's identity as metadata; `nil` (the default)
         /// for no logging.
         public var logger: Logger?
+        /// Where the worker reports its attempts, run times, lag and claim latency (``JobMetrics``);
+        /// `nil` (the default) for no metrics.
+        public var metrics: JobMetrics?
 
         /// Describes how a worker runs.
         ///
@@ -67,6 +70,7 @@ public final class JobWorker: Sendable {
         ///   - identity: the worker's name in the store.
         ///   - onEvent: called with each of the worker's events.
         ///   - logger: where to log each attempt's start and end.
+        ///   - metrics: where to report the worker's metrics.
         public init(
             concurrencyByQueue: [String: Int] = ["default": 10],
             leaseDuration: Duration = .seconds(15),
@@ -74,7 +78,8 @@ public final class JobWorker: Sendable {
             maxLeaseExpiries: Int = 3,
             identity: String? = nil,
             onEvent: (@Sendable (JobWorkerEvent) -> Void)? = nil,
-            logger: Logger? = nil
+            logger: Logger? = nil,
+            metrics: JobMetrics? = nil
         ) {
             misusePrecondition(
                 concurrencyByQueue.values.allSatisfy { $0 >= 1 },
@@ -92,6 +97,7 @@ public final class JobWorker: Sendable {
                 ?? "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
             self.onEvent = onEvent
             self.logger = logger
+            self.metrics = metrics
         }
     }
 
@@ -111,6 +117,8 @@ public final class JobWorker: Sendable {
     private struct RunningAttempt {
         let record: JobRecord
         let context: JobContext
+        /// When the worker took the claim's answer: the attempt's start.
+        let startedAt: Date
         /// The future observing the handler: cancelling it cancels the handler's future upstream.
         var observation: Future<Void>?
         /// The attempt's timers, disposed when it ends.
@@ -329,12 +337,13 @@ public final class JobWorker: Sendable {
                 leaseDuration: configuration.leaseDuration, maxLeaseExpiries: configuration.maxLeaseExpiries)
         }
         guard let request else { return }
+        let requestedAt = store.clock.now()
         store.claim(request).onResult(on: scheduler) { [weak self] result in
-            self?.didClaim(result)
+            self?.didClaim(result, requestedAt: requestedAt)
         }
     }
 
-    private func didClaim(_ result: Result<ClaimResult>) {
+    private func didClaim(_ result: Result<ClaimResult>, requestedAt: Date) {
         let claim: ClaimResult
         switch result {
         case .success(let value):
@@ -346,6 +355,7 @@ public final class JobWorker: Sendable {
             return
         }
         let now = store.clock.now()
+        configuration.metrics?.claimAnswered(requestedAt: requestedAt, at: now)
         let (started, toRelease, claimAgain) = state.withLock { state -> ([RunningAttempt], [JobLease], Bool) in
             state.isClaiming = false
             guard state.phase == .running else {
@@ -354,7 +364,7 @@ public final class JobWorker: Sendable {
             var started: [RunningAttempt] = []
             for record in claim.jobs {
                 let attempt = RunningAttempt(
-                    record: record, context: JobContext(record: record, worker: configuration.identity))
+                    record: record, context: JobContext(record: record, worker: configuration.identity), startedAt: now)
                 state.running[record.id] = attempt
                 state.runningByQueue[record.queue, default: 0] += 1
                 started.append(attempt)
@@ -400,6 +410,7 @@ public final class JobWorker: Sendable {
     private func run(_ attempt: RunningAttempt) {
         let id = attempt.record.id
         emit(.attemptStarted(attempt.record))
+        configuration.metrics?.attemptStarted(attempt.record, at: attempt.startedAt)
         guard let registration = state.withLock({ $0.registrations[attempt.record.name] }) else { return }
         let timers = attempt.timers
         timers += attempt.heartbeat
@@ -465,6 +476,7 @@ public final class JobWorker: Sendable {
     private func attemptEnded(_ id: JobID, result: Result<Void>) {
         guard let attempt = takeRunning(id) else { return }
         attempt.timers.dispose()
+        configuration.metrics?.handlerEnded(attempt.record, startedAt: attempt.startedAt, at: store.clock.now())
         let registration = state.withLock { $0.registrations[attempt.record.name] }
         switch result {
         case .success:
@@ -486,6 +498,7 @@ public final class JobWorker: Sendable {
         guard let attempt = takeRunning(id) else { return }
         attempt.timers.dispose()
         attempt.observation?.cancel()
+        configuration.metrics?.handlerEnded(attempt.record, startedAt: attempt.startedAt, at: store.clock.now())
         switch reason {
         case .timedOut(let timeout):
             let backoff = state.withLock { $0.registrations[attempt.record.name]?.backoff }
@@ -541,6 +554,14 @@ public final class JobWorker: Sendable {
 
     private func emit(_ event: JobWorkerEvent) {
         configuration.onEvent?(event)
+        if let metrics = configuration.metrics {
+            switch event {
+            case .attemptFinished(let record): metrics.attemptRecorded(record)
+            case .leaseLost: metrics.leaseLost()
+            case .released: metrics.released()
+            case .attemptStarted, .storeFailed: break
+            }
+        }
         guard let logger = configuration.logger else { return }
         func metadata(_ record: JobRecord) -> Logger.Metadata {
             [
