@@ -236,6 +236,22 @@ struct JobWorkerTests {
         #expect(rig.jobs.clock.pendingCount == 2, "only the running job's heartbeat and another's lease timer")
     }
 
+    @Test func aClosedStoreIsReportedAndNotRetriedForever() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let work = PendingWork()
+        worker.register(message) { _, _ in work.future() }
+        worker.start()
+        _ = try rig.enqueue(message, Message(text: "outlives its store"))
+        rig.jobs.clock.advance(by: .zero)
+        try completed(rig.store.close())
+        work.completeAll()
+        rig.jobs.advance(by: .seconds(5))
+        let failures = rig.events.all.compactMap { if case .storeFailed(let message) = $0 { message } else { nil } }
+        #expect(failures.count == 2 && failures.allSatisfy { $0.contains("closed") }, "\(failures)")
+        #expect(rig.jobs.clock.pendingCount == 0, "no timer keeps trying a closed store")
+    }
+
     @Test func higherPriorityRunsFirstAndOtherQueuesAreLeftAlone() throws {
         let rig = try Rig()
         let order = Synchronization.Mutex<[String]>([])

@@ -351,6 +351,8 @@ public final class JobWorker: Sendable {
         case .failure(let error):
             state.withLock { $0.isClaiming = false }
             emit(.storeFailed("claim: \(error)"))
+            // A closed store answers nothing more; any other failure may pass, so try again later.
+            if case JobStoreError.closed = error { return }
             armWakeTimer(at: store.clock.now().addingTimeInterval(1))
             return
         }
@@ -389,7 +391,8 @@ public final class JobWorker: Sendable {
         if claimAgain { claimIfPossible() }
     }
 
-    /// Arms the one wake-up timer for `time`, unless it is already armed for an earlier time.
+    /// Arms the one wake-up timer for `time`, replacing the one armed before: the latest claim's
+    /// answer says what is pending.
     private func armWakeTimer(at time: Date) {
         let delay = max(0.001, time.timeIntervalSince(store.clock.now()))
         let timer = scheduler.async(after: delay) { [weak self] in
