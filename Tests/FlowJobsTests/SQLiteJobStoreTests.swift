@@ -216,6 +216,64 @@ struct SQLiteJobStoreTests {
         store.close()
     }
 
+    /// Caps the database at the pages it has now, as a full disk would: a write that needs a new page
+    /// fails with SQLITE_FULL. `nil` lifts the cap.
+    private func capDatabaseSize(of store: SQLiteJobStore, atCurrentSize: Bool) async throws {
+        try await store.transaction { transaction in
+            let pages = try transaction.query("PRAGMA page_count", []).first?.first
+            let limit = atCurrentSize ? pages ?? .integer(1) : SQLValue.integer(1_073_741_823)
+            guard case .integer(let count) = limit else { return }
+            _ = try transaction.query("PRAGMA max_page_count = \(count)", [])
+        }.get()
+    }
+
+    @Test func anEnqueueOnAFullDiskFailsWithTheErrorAddsNothingAndTheStoreWorksOnceSpaceReturns() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        let first = try await store.enqueue([job]).get()[0]
+        try await capDatabaseSize(of: store, atCurrentSize: true)
+        // Overflow pages for the payload: more than the capped file holds.
+        let large = NewJob(name: "task", queue: "default", payload: Data(count: 256 * 1024), maxAttempts: 1)
+        await #expect(throws: JobStoreError.diskFull(path: path)) { try await store.enqueue([job, large]).get() }
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == [first.id])
+
+        try await capDatabaseSize(of: store, atCurrentSize: false)
+        let later = try await store.enqueue([large]).get()
+        let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        #expect(records.map(\.id) == [first.id, later[0].id] && records[1].payload.count == 256 * 1024)
+        try await store.close().get()
+        // Reopened, the file holds exactly the jobs whose enqueues succeeded.
+        let reopened = try SQLiteJobStore(path: path)
+        #expect(try await reopened.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == [first.id, later[0].id])
+        try await reopened.close().get()
+    }
+
+    @Test func aFullDiskFailsOnlyTheEnqueueThatNeededSpaceNotTheOthersOfItsCommit() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        _ = try await store.enqueue([job]).get()
+        try await capDatabaseSize(of: store, atCurrentSize: true)
+        // Hold the writer inside a transaction until both enqueues are queued: they then run in one batch.
+        let holding = DispatchSemaphore(value: 0)
+        let holdingStarted = DispatchSemaphore(value: 0)
+        let held = store.transaction { _ in
+            holdingStarted.signal()
+            holding.wait()
+        }
+        holdingStarted.wait()
+        let small = store.enqueue([job])
+        let large = store.enqueue([NewJob(name: "task", queue: "default", payload: Data(count: 256 * 1024), maxAttempts: 1)])
+        holding.signal()
+        try await held.get()
+        let smallJob = try await small.get()
+        await #expect(throws: JobStoreError.diskFull(path: path)) { try await large.get() }
+        let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        #expect(records.count == 2 && records.last?.id == smallJob[0].id)
+        try await store.close().get()
+    }
+
     @Test func aJobEnqueuedThroughTheCallersOwnConnectionExistsOnlyIfTheirTransactionCommits() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path("jobs.sqlite")

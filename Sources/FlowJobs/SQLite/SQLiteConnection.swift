@@ -52,6 +52,9 @@ final class SQLiteConnection {
         if ownsHandle { sqlite3_close_v2(handle) }
     }
 
+    /// Whether a transaction is open: false once SQLite has rolled one back by itself.
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// The store error for an SQLite result code.
     func error(_ code: Int32) -> JobStoreError {
         let message = String(cString: sqlite3_errmsg(handle))
@@ -60,6 +63,7 @@ final class SQLiteConnection {
         case SQLITE_CORRUPT, SQLITE_NOTADB: return .corrupt(message: message)
         case SQLITE_READONLY: return .readOnly(path: path)
         case SQLITE_CANTOPEN: return .cannotOpen(path: path, message: message)
+        case SQLITE_FULL: return .diskFull(path: path)
         default: return .database(code: code, message: message)
         }
     }

@@ -189,7 +189,7 @@ final class SQLiteWriter: Sendable {
         var outcomes: [((any Error)?, [JobStoreNotification])] = []
         outcomes.reserveCapacity(batch.count)
         do {
-            for request in batch {
+            for (index, request) in batch.enumerated() {
                 connection.pendingNotifications.removeAll()
                 try connection.execute("SAVEPOINT request")
                 do {
@@ -197,6 +197,17 @@ final class SQLiteWriter: Sendable {
                     try connection.execute("RELEASE request")
                     outcomes.append((nil, connection.pendingNotifications))
                 } catch {
+                    guard connection.isInTransaction else {
+                        // SQLite rolled the whole transaction back (it may on a full disk or an I/O
+                        // error), the other requests' work with it: this request fails with its
+                        // error, and the others run again in a transaction of their own.
+                        connection.pendingNotifications.removeAll()
+                        var others = batch
+                        others.remove(at: index)
+                        var rerun = runTransaction(others, on: connection)
+                        rerun.insert((error, []), at: index)
+                        return rerun
+                    }
                     try connection.run("ROLLBACK TO request; RELEASE request")
                     outcomes.append((error, []))
                 }

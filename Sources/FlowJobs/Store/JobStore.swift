@@ -116,6 +116,9 @@ public enum JobStoreError: Error, Hashable, Sendable, CustomStringConvertible {
     case corrupt(message: String)
     /// The database can only be read (a read-only file, directory or mount).
     case readOnly(path: String)
+    /// The disk (or the database's size limit) is full: the operation changed nothing, and the store
+    /// works again once there is space.
+    case diskFull(path: String)
     /// Another connection kept the database locked through every retry.
     case busy(message: String)
     /// The database's schema is newer than this version of FlowJobs understands.
@@ -133,6 +136,7 @@ public enum JobStoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case .cannotOpen(let path, let message): "cannot open the job database at \(path): \(message)"
         case .corrupt(let message): "the job database is damaged or not a database: \(message)"
         case .readOnly(let path): "the job database at \(path) is read-only"
+        case .diskFull(let path): "the disk holding the job database at \(path) is full; nothing was written"
         case .busy(let message): "the job database stayed locked by another connection: \(message)"
         case .newerSchema(let found, let supported):
             "the job database has schema version \(found); this FlowJobs understands versions up to \(supported)"
