@@ -533,4 +533,69 @@ struct JobWorkerMetricsTests {
         let claims = try metrics.expectTimer("flow_jobs_claim_latency", [("service", "test")])
         #expect(!claims.values.isEmpty && claims.values.allSatisfy { $0 == 0 }, "a calling-thread store answers at once")
     }
+
+    @Test func queueDepthAndLagAreMeasuredAfterEachClaim() throws {
+        let jobs = VirtualJobs()
+        let store = try jobs.openStore()
+        let client = JobClient(store: store)
+        let metrics = TestMetrics()
+        let work = PendingWork()
+        let worker = JobWorker(
+            store: store, scheduler: jobs.scheduler,
+            configuration: .init(concurrencyByQueue: ["default": 1, "idle": 1], metrics: JobMetrics(factory: metrics)))
+        worker.register(message) { _, _ in work.future() }
+        for text in ["a", "b", "c"] { try completed(client.enqueue(message, Message(text: text))) }
+        jobs.clock.advance(by: .seconds(5))
+        worker.start()
+        jobs.clock.advance(by: .zero)
+        let depth = try metrics.expectGauge("flow_jobs_queue_depth", [("queue", "default")])
+        let lag = try metrics.expectGauge("flow_jobs_queue_lag", [("queue", "default")])
+        #expect(depth.lastValue == 2 && lag.lastValue == 5, "one of three claimed; the others waited 5 s")
+        jobs.clock.advance(by: .seconds(2))
+        work.completeFirst()
+        jobs.clock.advance(by: .zero)
+        #expect(depth.lastValue == 1 && lag.lastValue == 7)
+        #expect(try metrics.expectGauge("flow_jobs_queue_depth", [("queue", "idle")]).lastValue == 0)
+        #expect(try metrics.expectGauge("flow_jobs_queue_lag", [("queue", "idle")]).lastValue == 0)
+        let stopped = worker.shutdown(gracePeriod: .zero)
+        jobs.clock.advance(by: .zero)
+        try completed(stopped)
+    }
+
+    @Test func leaseExpiriesAndQuarantinesAreCountedOnceByTheRescuingWorker() throws {
+        let jobs = VirtualJobs()
+        let store = try jobs.openStore()
+        let client = JobClient(store: store)
+        let metrics = TestMetrics()
+        func worker(_ identity: String) -> JobWorker {
+            JobWorker(
+                store: store, scheduler: jobs.scheduler,
+                configuration: .init(identity: identity, metrics: JobMetrics(factory: metrics)))
+        }
+        let poison = JobKind<Message>(name: "poison", maxAttempts: 5)
+        let handle = try completed(client.enqueue(poison, Message(text: "crashes its worker")))
+        for round in 1...2 {
+            let victim = worker("victim-\(round)")
+            victim.register(poison) { _, _ in Future(.forever) }
+            victim.start()
+            jobs.clock.advance(by: .zero)
+            victim.simulateCrash()
+            jobs.clock.advance(by: .seconds(15))
+        }
+        // The third victim's claim rescued the second's job; a survivor's claim rescues the third's.
+        let victim = worker("victim-3")
+        victim.register(poison) { _, _ in Future(.forever) }
+        victim.start()
+        jobs.clock.advance(by: .zero)
+        victim.simulateCrash()
+        jobs.clock.advance(by: .seconds(15))
+        let survivor = worker("survivor")
+        survivor.register(poison) { _, _ in Future() }
+        survivor.start()
+        jobs.clock.advance(by: .zero)
+        #expect(try completed(client.job(handle.id))?.state == .quarantined)
+        let labels = [("queue", "default"), ("name", "poison")]
+        #expect(try metrics.expectCounter("flow_jobs_lease_expiries", labels).totalValue == 3)
+        #expect(try metrics.expectCounter("flow_jobs_quarantined", labels).totalValue == 1)
+    }
 }

@@ -367,12 +367,13 @@ public final class SQLiteJobStore: JobStore {
             "SELECT \(SQLiteSchema.jobColumns) FROM flow_jobs WHERE state = 'running' AND lease_expires_at <= ?",
             [.integer(now)]
         ).map(decode)
+        var rescued: [JobRecord] = []
         for record in expired {
             var lifecycle = record.lifecycle
             try lifecycle.apply(.leaseExpired(maxLeaseExpiries: request.maxLeaseExpiries))
-            _ = try store(
+            rescued.append(try store(
                 lifecycle, of: record, runAt: now, lastError: record.lastError, worker: record.worker, now: now,
-                on: connection)
+                on: connection))
         }
 
         let names = request.names.sorted()
@@ -429,7 +430,25 @@ public final class SQLiteJobStore: JobStore {
             "SELECT MIN(lease_expires_at) FROM flow_jobs WHERE state = 'running' AND worker IS NOT ?",
             [.text(request.worker)])
         if let time = leaseRows.first?.first?.integerValue { wakeTimes.append(time) }
-        return ClaimResult(jobs: claimed, nextWakeAt: wakeTimes.min().map(Date.init(milliseconds:)))
+        var measured: [String: QueueMeasurement] = [:]
+        if request.measuresQueues && !request.slotsByQueue.isEmpty {
+            let queues = request.slotsByQueue.keys.sorted()
+            for queue in queues { measured[queue] = QueueMeasurement(dueCount: 0, oldestDueAt: nil) }
+            let queueList = "(" + queues.map { _ in "?" }.joined(separator: ", ") + ")"
+            let rows = try connection.query(
+                """
+                SELECT queue, COUNT(*), MIN(run_at) FROM flow_jobs
+                WHERE queue IN \(queueList) AND state IN \(claimableStates) AND run_at <= ? GROUP BY queue
+                """,
+                queues.map(SQLValue.text) + [.integer(now)])
+            for row in rows {
+                guard let queue = row[0].textValue else { continue }
+                measured[queue] = QueueMeasurement(
+                    dueCount: Int(row[1].integerValue ?? 0), oldestDueAt: row[2].integerValue.map(Date.init(milliseconds:)))
+            }
+        }
+        return ClaimResult(
+            jobs: claimed, nextWakeAt: wakeTimes.min().map(Date.init(milliseconds:)), rescued: rescued, queues: measured)
     }
 
     /// The job's record when it is running under `lease`'s fence, else ``JobStoreError/leaseLost(_:)``.

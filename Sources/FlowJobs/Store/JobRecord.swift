@@ -177,6 +177,9 @@ public struct ClaimRequest: Sendable, Hashable {
     public var leaseDuration: Duration
     /// Lease expiries with no error recorded after which a job is quarantined.
     public var maxLeaseExpiries: Int
+    /// Whether the answer measures the request's queues (``ClaimResult/queues``): what is due and still
+    /// waiting once the claim took its jobs. A count per queue, so only asked for when reported.
+    public var measuresQueues: Bool
 
     /// Describes a claim.
     ///
@@ -186,15 +189,31 @@ public struct ClaimRequest: Sendable, Hashable {
     ///   - worker: the worker's identity.
     ///   - leaseDuration: the lease's length.
     ///   - maxLeaseExpiries: the quarantine threshold.
+    ///   - measuresQueues: whether to measure the queues' depth and lag; false by default.
     public init(
         slotsByQueue: [String: Int], names: Set<String>, worker: String, leaseDuration: Duration,
-        maxLeaseExpiries: Int
+        maxLeaseExpiries: Int, measuresQueues: Bool = false
     ) {
         self.slotsByQueue = slotsByQueue
         self.names = names
         self.worker = worker
         self.leaseDuration = leaseDuration
         self.maxLeaseExpiries = maxLeaseExpiries
+        self.measuresQueues = measuresQueues
+    }
+}
+
+/// What is due and waiting in one queue, as a claim measured it.
+public struct QueueMeasurement: Sendable, Hashable {
+    /// Jobs due now and not running (of every job type).
+    public let dueCount: Int
+    /// The run time of the longest-waiting due job, or `nil` when none is due.
+    public let oldestDueAt: Date?
+
+    /// Creates a queue's measurement.
+    public init(dueCount: Int, oldestDueAt: Date?) {
+        self.dueCount = dueCount
+        self.oldestDueAt = oldestDueAt
     }
 }
 
@@ -206,11 +225,28 @@ public struct ClaimResult: Sendable {
     /// where the claim left slots free, or another worker's lease end. `nil` when nothing is pending;
     /// the worker then waits for an enqueue notification and does not poll.
     public let nextWakeAt: Date?
+    /// The jobs whose leases had expired, rescued by this claim before it claimed, as the rescue left
+    /// them: to be retried, discarded when out of attempts, cancelled when asked to, or quarantined.
+    /// Each rescue is reported by exactly one claim.
+    public let rescued: [JobRecord]
+    /// Per queue of the request, what is due and still waiting after the claim, when the request
+    /// asked (``ClaimRequest/measuresQueues``); empty otherwise.
+    public let queues: [String: QueueMeasurement]
 
     /// Creates a claim's answer.
-    public init(jobs: [JobRecord], nextWakeAt: Date?) {
+    ///
+    /// - Parameters:
+    ///   - jobs: the claimed jobs.
+    ///   - nextWakeAt: when something more may become claimable.
+    ///   - rescued: the jobs rescued from expired leases.
+    ///   - queues: the request's queues, measured when asked.
+    public init(
+        jobs: [JobRecord], nextWakeAt: Date?, rescued: [JobRecord] = [], queues: [String: QueueMeasurement] = [:]
+    ) {
         self.jobs = jobs
         self.nextWakeAt = nextWakeAt
+        self.rescued = rescued
+        self.queues = queues
     }
 }
 

@@ -18,6 +18,10 @@ import Foundation
 /// | `<label>_claim_latency` | `Timer` | | from a claim's request to its answer |
 /// | `<label>_leases_lost` | `Counter` | | attempts whose lease was lost, whose end the worker could not record |
 /// | `<label>_released` | `Counter` | | jobs given back at a shutdown |
+/// | `<label>_queue_depth` | `Gauge` | `queue` | jobs due and waiting in the queue, after each claim of the worker |
+/// | `<label>_queue_lag` | `Gauge` | `queue` | how long the longest-waiting due job of the queue has waited, in seconds, after each claim (0 when none) |
+/// | `<label>_lease_expiries` | `Counter` | `queue`, `name` | attempts whose lease expired with no end recorded (a dead or stalled worker), counted by the claim that rescued the job |
+/// | `<label>_quarantined` | `Counter` | `queue`, `name` | jobs quarantined as poison after too many lease expiries |
 ///
 /// Times are read from the store's ``JobClock``.
 public struct JobMetrics: Sendable {
@@ -73,6 +77,21 @@ public struct JobMetrics: Sendable {
 
     func released() {
         Counter(label: label + "_released", dimensions: dimensions, factory: factory).increment()
+    }
+
+    func claimRescued(_ record: JobRecord) {
+        let labels = dimensions + [("queue", record.queue), ("name", record.name)]
+        Counter(label: label + "_lease_expiries", dimensions: labels, factory: factory).increment()
+        if record.state == .quarantined {
+            Counter(label: label + "_quarantined", dimensions: labels, factory: factory).increment()
+        }
+    }
+
+    func queueMeasured(_ queue: String, _ measurement: QueueMeasurement, at now: Date) {
+        let labels = dimensions + [("queue", queue)]
+        Gauge(label: label + "_queue_depth", dimensions: labels, factory: factory).record(measurement.dueCount)
+        let waited = measurement.oldestDueAt.map { max(0, now.timeIntervalSince($0)) } ?? 0
+        Gauge(label: label + "_queue_lag", dimensions: labels, factory: factory).record(waited)
     }
 
     private static func nanoseconds(from start: Date, to end: Date) -> Int64 {

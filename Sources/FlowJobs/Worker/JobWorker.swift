@@ -56,8 +56,8 @@ public final class JobWorker: Sendable {
         /// identifier, name, queue, attempt and the worker's identity as metadata; `nil` (the default)
         /// for no logging.
         public var logger: Logger?
-        /// Where the worker reports its attempts, run times, lag and claim latency (``JobMetrics``);
-        /// `nil` (the default) for no metrics.
+        /// Where the worker reports its attempts, run times, lag, claim latency, queue depth, lease
+        /// expiries and quarantines (``JobMetrics``); `nil` (the default) for no metrics.
         public var metrics: JobMetrics?
 
         /// Describes how a worker runs.
@@ -334,7 +334,8 @@ public final class JobWorker: Sendable {
             state.needsAnotherClaim = false
             return ClaimRequest(
                 slotsByQueue: slots, names: Set(state.registrations.keys), worker: configuration.identity,
-                leaseDuration: configuration.leaseDuration, maxLeaseExpiries: configuration.maxLeaseExpiries)
+                leaseDuration: configuration.leaseDuration, maxLeaseExpiries: configuration.maxLeaseExpiries,
+                measuresQueues: configuration.metrics != nil)
         }
         guard let request else { return }
         let requestedAt = store.clock.now()
@@ -357,7 +358,12 @@ public final class JobWorker: Sendable {
             return
         }
         let now = store.clock.now()
-        configuration.metrics?.claimAnswered(requestedAt: requestedAt, at: now)
+        if let metrics = configuration.metrics {
+            metrics.claimAnswered(requestedAt: requestedAt, at: now)
+            for record in claim.rescued { metrics.claimRescued(record) }
+            for (queue, measurement) in claim.queues { metrics.queueMeasured(queue, measurement, at: now) }
+        }
+        for record in claim.rescued { logRescue(record) }
         let (started, toRelease, claimAgain) = state.withLock { state -> ([RunningAttempt], [JobLease], Bool) in
             state.isClaiming = false
             guard state.phase == .running else {
@@ -590,6 +596,21 @@ public final class JobWorker: Sendable {
             logger.info("job given back at shutdown", metadata: ["job.id": "\(lease.id.rawValue)"])
         case .storeFailed(let message):
             logger.error("job store operation failed", metadata: ["error": "\(message)"])
+        }
+    }
+
+    /// A rescued job's line: a warning, or an error when it was quarantined as poison.
+    private func logRescue(_ record: JobRecord) {
+        guard let logger = configuration.logger else { return }
+        let details: Logger.Metadata = [
+            "job.id": "\(record.id.rawValue)", "job.name": "\(record.name)", "job.queue": "\(record.queue)",
+            "job.attempt": "\(record.attempt)", "job.state": "\(record.state.rawValue)",
+            "job.last_worker": "\(record.worker ?? "")", "job.worker": "\(configuration.identity)",
+        ]
+        if record.state == .quarantined {
+            logger.error("job quarantined: its leases kept expiring with no error recorded", metadata: details)
+        } else {
+            logger.warning("job lease expired; the job was rescued", metadata: details)
         }
     }
 
