@@ -62,7 +62,7 @@ struct SQLiteJobStoreTests {
         let store = try SQLiteJobStore(path: path)
         let other = try OtherConnection(path)
         #expect(other.text("PRAGMA journal_mode") == "wal")
-        #expect(other.text("PRAGMA user_version") == "2")
+        #expect(other.text("PRAGMA user_version") == "3")
         store.close()
     }
 
@@ -75,14 +75,18 @@ struct SQLiteJobStoreTests {
         do {
             // Back to schema version 1, as an older FlowJobs left it.
             let other = try OtherConnection(path)
-            #expect(other.run("DROP TABLE flow_queues; PRAGMA user_version = 1") == SQLITE_OK)
+            #expect(other.run(
+                """
+                DROP TABLE flow_queues; ALTER TABLE flow_jobs DROP COLUMN trace_context;
+                ALTER TABLE flow_jobs DROP COLUMN first_attempt_trace_context; PRAGMA user_version = 1
+                """) == SQLITE_OK)
         }
         let migrated = try SQLiteJobStore(path: path)
         #expect(try await migrated.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == kept.map(\.id))
         try await migrated.setConcurrencyLimit(1, forQueue: "default").get()
         try await migrated.close().get()
         let other = try OtherConnection(path)
-        #expect(other.text("PRAGMA user_version") == "2")
+        #expect(other.text("PRAGMA user_version") == "3")
         #expect(other.text("SELECT max_running FROM flow_queues WHERE name = 'default'") == "1")
     }
 
@@ -121,7 +125,7 @@ struct SQLiteJobStoreTests {
             let other = try OtherConnection(path)
             other.run("PRAGMA user_version = 99")
         }
-        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 2)) {
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 3)) {
             _ = try SQLiteJobStore(path: path)
         }
     }

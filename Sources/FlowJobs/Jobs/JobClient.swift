@@ -1,6 +1,7 @@
 import Flow
 import Foundation
 import Synchronization
+import Tracing
 
 /// Enqueues, inspects and cancels jobs in a store. Callable from any thread, a detached task or async
 /// code; every future completes once the store has committed.
@@ -13,6 +14,8 @@ import Synchronization
 public final class JobClient: Sendable {
     /// The store the jobs are kept in.
     public let store: any JobStore
+    /// The tracer of the enqueues, or `nil` for none.
+    public let tracer: (any Tracer)?
 
     private typealias Waiter = @Sendable (Result<JobRecord>) -> Void
 
@@ -26,8 +29,16 @@ public final class JobClient: Sendable {
     private let waiters = Synchronization.Mutex(Waiters())
 
     /// Creates a client of `store`.
-    public init(store: any JobStore) {
+    ///
+    /// - Parameters:
+    ///   - store: where the jobs are kept.
+    ///   - tracer: when given, each enqueue is a producer span, a child of `ServiceContext.current`,
+    ///     whose context is kept with its jobs: every attempt's span links to it (see
+    ///     ``JobWorker/Configuration/tracer``). Pass `InstrumentationSystem.tracer` for the tracer
+    ///     the process bootstrapped; `nil` (the default) for none.
+    public init(store: any JobStore, tracer: (any Tracer)? = nil) {
         self.store = store
+        self.tracer = tracer
     }
 
     deinit {
@@ -93,14 +104,29 @@ public final class JobClient: Sendable {
     public func enqueue<Payload>(
         _ kind: JobKind<Payload>, _ payloads: [Payload], options: EnqueueOptions = EnqueueOptions()
     ) -> Future<[JobHandle]> {
-        let jobs: [NewJob]
+        var jobs: [NewJob]
         do {
             jobs = try payloads.map { try kind.newJob($0, options: options, clock: store.clock) }
         } catch {
             return Future(error: error)
         }
+        guard let tracer else {
+            return store.enqueue(jobs).map(on: .none) { [self] enqueued in
+                enqueued.map { JobHandle(id: $0.id, isDuplicate: $0.isDuplicate, client: self) }
+            }
+        }
+        let span = tracer.startSpan("enqueue \(kind.name)", context: ServiceContext.current ?? .topLevel, ofKind: .producer)
+        span.attributes["job.name"] = kind.name
+        span.attributes["job.queue"] = jobs.first?.queue ?? kind.queue
+        span.attributes["job.count"] = jobs.count
+        var headers: [String: String] = [:]
+        tracer.inject(span.context, into: &headers, using: TraceHeaders())
+        for index in jobs.indices { jobs[index].traceContext = headers }
         return store.enqueue(jobs).map(on: .none) { [self] enqueued in
             enqueued.map { JobHandle(id: $0.id, isDuplicate: $0.isDuplicate, client: self) }
+        }.onResult(on: .none) { result in
+            if case .failure(let error) = result { span.recordError(error) }
+            span.end()
         }
     }
 
@@ -167,4 +193,15 @@ public struct JobHandle: Sendable, Hashable {
 public enum JobHandleError: Error, Hashable, Sendable {
     /// No job has this identifier in the store.
     case notFound(JobID)
+}
+
+/// Injects a trace context into, and extracts it from, the headers kept with a job.
+struct TraceHeaders: Injector, Extractor {
+    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
+        carrier[key] = value
+    }
+
+    func extract(key: String, from carrier: [String: String]) -> String? {
+        carrier[key]
+    }
 }

@@ -206,6 +206,17 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
+    /// Keeps the first attempt's trace context; see ``JobStore/recordFirstAttemptTrace(_:traceContext:)``.
+    @discardableResult
+    public func recordFirstAttemptTrace(_ lease: JobLease, traceContext: [String: String]) -> Future<Void> {
+        writer.submit { connection in
+            let changed = try connection.execute(
+                "UPDATE flow_jobs SET first_attempt_trace_context = ? WHERE id = ? AND fence = ? AND state = 'running'",
+                [Self.encodeTraceContext(traceContext), .integer(lease.id.rawValue), .integer(lease.fence)])
+            guard changed == 1 else { throw JobStoreError.leaseLost(lease) }
+        }
+    }
+
     /// Cancels a queued job or asks a running one to stop; see ``JobStore/cancel(_:)``.
     public func cancel(_ id: JobID) -> Future<JobCancellation> {
         let clock = clock
@@ -348,13 +359,14 @@ public final class SQLiteJobStore: JobStore {
         let lifecycle = JobLifecycle(isDue: runAt <= now, maxAttempts: job.maxAttempts)
         let rows = try connection.query(
             """
-            INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+            INSERT INTO flow_jobs (
+                name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, trace_context)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
             """,
             [
                 .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
                 .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
-                job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now),
+                job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now), encodeTraceContext(job.traceContext),
             ])
         connection.pendingNotifications.append(.enqueued(queues: [job.queue]))
         return EnqueuedJob(
@@ -504,7 +516,24 @@ public final class SQLiteJobStore: JobStore {
             payload: row[3].blobValue ?? Data(), lifecycle: lifecycle, priority: Int(integer(5)),
             runAt: Date(milliseconds: integer(6)), leaseExpiresAt: date(10), worker: row[11].textValue,
             uniqueKey: row[13].textValue, lastError: row[14].textValue, createdAt: Date(milliseconds: integer(17)),
-            finishedAt: date(18))
+            finishedAt: date(18), traceContext: decodeTraceContext(row[19]),
+            firstAttemptTraceContext: decodeTraceContext(row[20]))
+    }
+
+    /// A trace context's headers as a JSON object, or `NULL` when there are none.
+    static func encodeTraceContext(_ headers: [String: String]) -> SQLValue {
+        guard !headers.isEmpty else { return .null }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let data = try? encoder.encode(headers) else { return .null }
+        return .text(String(decoding: data, as: UTF8.self))
+    }
+
+    /// The headers of a stored trace context; none when `NULL` or unreadable (a trace is never worth
+    /// failing a job over).
+    static func decodeTraceContext(_ value: SQLValue) -> [String: String] {
+        guard let text = value.textValue else { return [:] }
+        return (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
     }
 }
 

@@ -42,6 +42,12 @@ enum SQLiteSchema {
             max_running INTEGER NOT NULL CHECK (max_running >= 1)
         );
         """,
+        // 3: the trace context of the enqueue, and of the first attempt once it failed, each as the
+        // JSON object of a tracer's injected headers.
+        """
+        ALTER TABLE flow_jobs ADD COLUMN trace_context TEXT;
+        ALTER TABLE flow_jobs ADD COLUMN first_attempt_trace_context TEXT;
+        """,
     ]
 
     /// The schema version this code writes.
@@ -50,7 +56,8 @@ enum SQLiteSchema {
     /// The columns every query of a whole job reads, in the order ``SQLiteJobStore`` decodes them.
     static let jobColumns = """
         id, name, queue, payload, state, priority, run_at, attempt, max_attempts, fence, lease_expires_at, \
-        worker, lease_expiries, unique_key, last_error, has_error, cancel_requested, created_at, finished_at
+        worker, lease_expiries, unique_key, last_error, has_error, cancel_requested, created_at, finished_at, \
+        trace_context, first_attempt_trace_context
         """
 
     /// Brings the database to ``currentVersion``, each migration in a transaction of its own.

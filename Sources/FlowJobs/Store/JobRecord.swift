@@ -45,6 +45,12 @@ public struct JobRecord: Sendable, Hashable {
     public let createdAt: Date
     /// When the job reached its terminal state.
     public let finishedAt: Date?
+    /// The trace context of the job's enqueue, as a tracer injected it (empty when untraced): each
+    /// attempt's span links to it.
+    public let traceContext: [String: String]
+    /// The trace context of the job's first attempt, recorded when that attempt failed (empty
+    /// otherwise): a retry's span links to it.
+    public let firstAttemptTraceContext: [String: String]
 
     /// Creates a record; stores make these from their rows.
     ///
@@ -62,11 +68,16 @@ public struct JobRecord: Sendable, Hashable {
     ///   - lastError: the latest attempt's error.
     ///   - createdAt: when the job was enqueued.
     ///   - finishedAt: when the job reached its terminal state.
+    ///   - traceContext: the enqueue's trace context, as injected headers.
+    ///   - firstAttemptTraceContext: the failed first attempt's trace context, as injected headers.
     public init(
         id: JobID, name: String, queue: String, payload: Data, lifecycle: JobLifecycle, priority: Int,
         runAt: Date, leaseExpiresAt: Date?, worker: String?, uniqueKey: String?, lastError: String?,
-        createdAt: Date, finishedAt: Date?
+        createdAt: Date, finishedAt: Date?, traceContext: [String: String] = [:],
+        firstAttemptTraceContext: [String: String] = [:]
     ) {
+        self.traceContext = traceContext
+        self.firstAttemptTraceContext = firstAttemptTraceContext
         self.id = id
         self.name = name
         self.queue = queue
@@ -107,6 +118,9 @@ public struct NewJob: Sendable, Hashable {
     /// While a job with this key is unfinished, enqueueing another with the same key adds nothing and
     /// answers the existing job.
     public var uniqueKey: String?
+    /// The trace context of the enqueue, as a tracer's injected headers; empty when untraced.
+    /// ``JobClient`` fills it when given a tracer.
+    public var traceContext: [String: String]
 
     /// Describes a job to enqueue.
     ///
@@ -118,10 +132,12 @@ public struct NewJob: Sendable, Hashable {
     ///   - runAt: the first run time; now by default.
     ///   - maxAttempts: attempts allowed; at least 1.
     ///   - uniqueKey: an optional key unique among unfinished jobs.
+    ///   - traceContext: the enqueue's trace context, as injected headers; none by default.
     public init(
         name: String, queue: String, payload: Data, priority: Int = 0, runAt: Date? = nil, maxAttempts: Int,
-        uniqueKey: String? = nil
+        uniqueKey: String? = nil, traceContext: [String: String] = [:]
     ) {
+        self.traceContext = traceContext
         misusePrecondition(maxAttempts >= 1, "NewJob \(name): maxAttempts must be at least 1, not \(maxAttempts)")
         self.name = name
         self.queue = queue

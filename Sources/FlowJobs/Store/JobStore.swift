@@ -39,6 +39,12 @@ public protocol JobStore: AnyObject, Sendable {
     /// Gives a running job back without finishing it: available at once, its attempt not counted.
     func release(_ lease: JobLease) -> Future<Void>
 
+    /// Keeps the trace context of a running job's first attempt (``JobRecord/firstAttemptTraceContext``),
+    /// so that its retries' spans link to it; changes the job only while it runs under `lease`'s fence.
+    /// A default implementation keeps nothing.
+    @discardableResult
+    func recordFirstAttemptTrace(_ lease: JobLease, traceContext: [String: String]) -> Future<Void>
+
     /// Sets a queue's concurrency limit across every worker of the store (all processes), or removes
     /// it with `nil`: a claim takes no more jobs of the queue than the limit minus those running. A
     /// worker's own per-queue limit applies as well.
@@ -63,6 +69,18 @@ public protocol JobStore: AnyObject, Sendable {
     /// Calls `observer` after each commit that enqueued jobs, requested a running job's cancellation or
     /// finished a job, in this process. Dispose the result to stop.
     func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable
+}
+
+extension JobStore {
+    /// Keeps the trace context of a running job's first attempt, so that its retries' spans link to
+    /// it. Like a heartbeat, it changes the job only while it runs under `lease`'s fence.
+    ///
+    /// A worker calls it before recording that a first attempt failed. This default keeps nothing:
+    /// retries of a store without it link only to the enqueue.
+    @discardableResult
+    public func recordFirstAttemptTrace(_ lease: JobLease, traceContext: [String: String]) -> Future<Void> {
+        Future(())
+    }
 }
 
 /// A value bound to, or read from, an SQL statement.

@@ -1,5 +1,6 @@
 import Flow
 import Synchronization
+import Tracing
 
 /// What a handler knows of the attempt it runs, and where it puts the writes that must commit together
 /// with the job's completion.
@@ -17,11 +18,16 @@ public final class JobContext: Sendable {
     public let record: JobRecord
     /// The claiming worker's identity.
     public let worker: String
+    /// The context of this attempt's span when the worker traces (``JobWorker/Configuration/tracer``),
+    /// else top-level. It is also `ServiceContext.current` while the handler is called, so spans the
+    /// handler starts then are children of the attempt's.
+    public let serviceContext: ServiceContext
     private let effects = Synchronization.Mutex<[@Sendable (any JobTransaction) throws -> Void]>([])
 
-    init(record: JobRecord, worker: String) {
+    init(record: JobRecord, worker: String, serviceContext: ServiceContext = .topLevel) {
         self.record = record
         self.worker = worker
+        self.serviceContext = serviceContext
     }
 
     /// The job's identifier.

@@ -3,6 +3,7 @@ import FlowTimers
 import Foundation
 import Logging
 import Synchronization
+import Tracing
 
 /// Runs jobs from a store: claims due jobs of its queues up to each queue's concurrency limit, runs
 /// their handlers on its scheduler, and records each attempt's end.
@@ -59,6 +60,12 @@ public final class JobWorker: Sendable {
         /// Where the worker reports its attempts, run times, lag, claim latency, queue depth, lease
         /// expiries and quarantines (``JobMetrics``); `nil` (the default) for no metrics.
         public var metrics: JobMetrics?
+        /// The tracer of the worker's attempts, or `nil` (the default) for none. Each attempt is a
+        /// consumer span named after the job's kind, starting a trace of its own and linked to the
+        /// enqueue's span (kept with the job by a ``JobClient`` with a tracer); a retry's span links to
+        /// the first attempt's as well. Pass `InstrumentationSystem.tracer` for the tracer the process
+        /// bootstrapped.
+        public var tracer: (any Tracer)?
 
         /// Describes how a worker runs.
         ///
@@ -71,6 +78,7 @@ public final class JobWorker: Sendable {
         ///   - onEvent: called with each of the worker's events.
         ///   - logger: where to log each attempt's start and end.
         ///   - metrics: where to report the worker's metrics.
+        ///   - tracer: the tracer of the worker's attempts.
         public init(
             concurrencyByQueue: [String: Int] = ["default": 10],
             leaseDuration: Duration = .seconds(15),
@@ -79,7 +87,8 @@ public final class JobWorker: Sendable {
             identity: String? = nil,
             onEvent: (@Sendable (JobWorkerEvent) -> Void)? = nil,
             logger: Logger? = nil,
-            metrics: JobMetrics? = nil
+            metrics: JobMetrics? = nil,
+            tracer: (any Tracer)? = nil
         ) {
             misusePrecondition(
                 concurrencyByQueue.values.allSatisfy { $0 >= 1 },
@@ -98,6 +107,7 @@ public final class JobWorker: Sendable {
             self.onEvent = onEvent
             self.logger = logger
             self.metrics = metrics
+            self.tracer = tracer
         }
     }
 
@@ -125,6 +135,8 @@ public final class JobWorker: Sendable {
         let timers = DisposeBag()
         /// The next heartbeat: one timer at a time, replaced at each re-arm (and held by `timers`).
         let heartbeat = ReplaceableTimer()
+        /// The attempt's span, when the worker traces; ended when the attempt ends.
+        let span: (any Span)?
         var lease: JobLease { JobLease(id: record.id, fence: record.fence) }
     }
 
@@ -295,6 +307,7 @@ public final class JobWorker: Sendable {
             return (running, disposables)
         }
         for attempt in bags {
+            attempt.span?.end()
             attempt.timers.dispose()
             attempt.observation?.cancel()
         }
@@ -364,20 +377,25 @@ public final class JobWorker: Sendable {
             for (queue, measurement) in claim.queues { metrics.queueMeasured(queue, measurement, at: now) }
         }
         for record in claim.rescued { logRescue(record) }
+        let spans = claim.jobs.map(startSpan)
         let (started, toRelease, claimAgain) = state.withLock { state -> ([RunningAttempt], [JobLease], Bool) in
             state.isClaiming = false
             guard state.phase == .running else {
                 return ([], claim.jobs.map { JobLease(id: $0.id, fence: $0.fence) }, false)
             }
             var started: [RunningAttempt] = []
-            for record in claim.jobs {
-                let attempt = RunningAttempt(
-                    record: record, context: JobContext(record: record, worker: configuration.identity), startedAt: now)
+            for (record, span) in zip(claim.jobs, spans) {
+                let context = JobContext(
+                    record: record, worker: configuration.identity, serviceContext: span?.context ?? .topLevel)
+                let attempt = RunningAttempt(record: record, context: context, startedAt: now, span: span)
                 state.running[record.id] = attempt
                 state.runningByQueue[record.queue, default: 0] += 1
                 started.append(attempt)
             }
             return (started, [], state.needsAnotherClaim)
+        }
+        if !toRelease.isEmpty {
+            for span in spans { span?.end() }
         }
         for lease in toRelease {
             release(lease)
@@ -429,7 +447,9 @@ public final class JobWorker: Sendable {
             }
         }
         armHeartbeat(for: attempt)
-        let handlerFuture = registration.run(attempt.record, attempt.context)
+        let handlerFuture = ServiceContext.withValue(attempt.context.serviceContext) {
+            registration.run(attempt.record, attempt.context)
+        }
         let observation = handlerFuture.onResult(on: scheduler) { [weak self] result in
             self?.attemptEnded(id, result: result)
         }
@@ -440,6 +460,35 @@ public final class JobWorker: Sendable {
         }
         // Stopped before the handler returned its future (a cancellation or a crash meanwhile).
         if !isStillRunning { observation.cancel() }
+    }
+
+    /// The span of an attempt at `record`, when the worker traces: a trace of its own, linked to the
+    /// enqueue's span and, for a retry, to the first attempt's.
+    private func startSpan(_ record: JobRecord) -> (any Span)? {
+        guard let tracer = configuration.tracer else { return nil }
+        let span = tracer.startSpan(record.name, context: .topLevel, ofKind: .consumer)
+        for headers in [record.traceContext, record.attempt > 1 ? record.firstAttemptTraceContext : [:]]
+        where !headers.isEmpty {
+            var linked = ServiceContext.topLevel
+            tracer.extract(headers, into: &linked, using: TraceHeaders())
+            span.addLink(SpanLink(context: linked, attributes: [:]))
+        }
+        span.attributes["job.id"] = Int(record.id.rawValue)
+        span.attributes["job.name"] = record.name
+        span.attributes["job.queue"] = record.queue
+        span.attributes["job.attempt"] = record.attempt
+        span.attributes["job.worker"] = configuration.identity
+        return span
+    }
+
+    /// Ends an attempt's span, with the error that ended the attempt, if any.
+    private func endSpan(of attempt: RunningAttempt, error: (any Error)?) {
+        guard let span = attempt.span else { return }
+        if let error {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error, message: "\(error)"))
+        }
+        span.end()
     }
 
     private func armHeartbeat(for attempt: RunningAttempt) {
@@ -486,6 +535,10 @@ public final class JobWorker: Sendable {
         guard let attempt = takeRunning(id) else { return }
         attempt.timers.dispose()
         configuration.metrics?.handlerEnded(attempt.record, startedAt: attempt.startedAt, at: store.clock.now())
+        switch result {
+        case .success: endSpan(of: attempt, error: nil)
+        case .failure(let error): endSpan(of: attempt, error: error)
+        }
         let registration = state.withLock { $0.registrations[attempt.record.name] }
         switch result {
         case .success:
@@ -509,6 +562,12 @@ public final class JobWorker: Sendable {
         attempt.observation?.cancel()
         configuration.metrics?.handlerEnded(attempt.record, startedAt: attempt.startedAt, at: store.clock.now())
         switch reason {
+        case .timedOut(let timeout): endSpan(of: attempt, error: TimeoutError(delay: timeout.seconds))
+        case .cancellationRequested: endSpan(of: attempt, error: CancellationError())
+        case .leaseLost: endSpan(of: attempt, error: JobStoreError.leaseLost(attempt.lease))
+        case .shutdown: endSpan(of: attempt, error: nil)
+        }
+        switch reason {
         case .timedOut(let timeout):
             let backoff = state.withLock { $0.registrations[attempt.record.name]?.backoff }
             let error = TimeoutError(delay: timeout.seconds)
@@ -526,6 +585,14 @@ public final class JobWorker: Sendable {
     private func finish(
         _ attempt: RunningAttempt, outcome: JobOutcome, effects: (@Sendable (any JobTransaction) throws -> Void)?
     ) {
+        if case .failed = outcome, attempt.record.attempt == 1, let span = attempt.span,
+            let tracer = configuration.tracer
+        {
+            // Submitted before the finish, to the same writer: the retry's claim reads it.
+            var headers: [String: String] = [:]
+            tracer.inject(span.context, into: &headers, using: TraceHeaders())
+            if !headers.isEmpty { store.recordFirstAttemptTrace(attempt.lease, traceContext: headers) }
+        }
         store.finish(attempt.lease, outcome: outcome, effects: effects).onResult(on: scheduler) { [weak self] result in
             guard let self else { return }
             switch result {
