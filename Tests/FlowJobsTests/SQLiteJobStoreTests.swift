@@ -1,4 +1,5 @@
 import CSQLite
+import Dispatch
 import Flow
 import FlowJobs
 import FlowTestSupport
@@ -275,6 +276,54 @@ struct SQLiteJobStoreTests {
         await #expect(throws: JobStoreError.diskFull(path: path)) { try await large.get() }
         let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
         #expect(records.count == 2 && records.last?.id == smallJob[0].id)
+        try await store.close().get()
+    }
+
+    @Test func readsCompleteWhileTheWriterIsBusyInATransactionAndSeeTheLastCommit() async throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteJobStore(path: directory.path("jobs.sqlite"))
+        let committed = try await store.enqueue([job]).get()[0]
+        // The writer holds a transaction with an uncommitted job until the reads are done (or, should a
+        // read wait behind it, until the hang guard lets it go, which the test then reports).
+        let release = DispatchSemaphore(value: 0)
+        let holding = DispatchSemaphore(value: 0)
+        let released = Synchronization.Mutex(false)
+        let held = store.transaction { transaction in
+            try transaction.enqueue(job)
+            holding.signal()
+            release.wait()
+        }
+        holding.wait()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(hangGuardSeconds)) {
+            released.withLock { $0 = true }
+            release.signal()
+        }
+        let one = try await store.job(committed.id).get()
+        let all = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        let counts = try await store.counts().get()
+        #expect(released.withLock { !$0 }, "the reads completed while the writer's transaction was open")
+        #expect(one?.id == committed.id && all.map(\.id) == [committed.id], "the uncommitted job is not seen")
+        #expect(counts == [.available: 1])
+        release.signal()
+        try await held.get()
+        #expect(try await store.counts().get() == [.available: 2])
+        try await store.close().get()
+        await #expect(throws: JobStoreError.closed) { try await store.job(committed.id).get() }
+    }
+
+    @Test func countsAreByStateInEveryQueueOrInOne() async throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteJobStore(path: directory.path("jobs.sqlite"))
+        let later = NewJob(
+            name: "task", queue: "other", payload: Data(), runAt: Date().addingTimeInterval(3600), maxAttempts: 1)
+        let enqueued = try await store.enqueue([job, job, later]).get()
+        #expect(try await store.cancel(enqueued[0].id).get() == .cancelled)
+        #expect(try await store.counts().get() == [.available: 1, .cancelled: 1, .scheduled: 1])
+        #expect(try await store.counts(queue: "other").get() == [.scheduled: 1])
+        #expect(try await store.counts(queue: "none").get().isEmpty)
+        let inMemory = try SQLiteJobStore.inMemory()
+        _ = try await inMemory.enqueue([job]).get()
+        #expect(try await inMemory.counts().get() == [.available: 1], "in memory, reads go through the writer")
         try await store.close().get()
     }
 

@@ -13,10 +13,14 @@ import Foundation
 ///
 /// - The database runs in WAL mode with `synchronous=NORMAL`: a commit survives the process's crash;
 ///   the last commits before a power loss may be lost.
-/// - One writer: every operation, reads included, runs on the store's writer (a thread of its own by
-///   default), which commits everything queued meanwhile in one transaction, so that many enqueues
-///   share one disk write. No sqlite3 call runs on the caller's thread, and futures complete once the
-///   transaction has committed.
+/// - One writer: every change runs on the store's writer (a thread of its own by default), which
+///   commits everything queued meanwhile in one transaction, so that many enqueues share one disk
+///   write. No sqlite3 call runs on the caller's thread, and futures complete once the transaction
+///   has committed.
+/// - Readers beside it: ``job(_:)``, ``jobs(state:queue:limit:)`` and ``counts(queue:)`` of a file
+///   store run on a read connection of their own, so they never wait behind the writer's
+///   transactions; they see the last commit. (A store in memory has one connection, and reads there
+///   go through the writer.)
 /// - Opening runs the schema's migrations; a database written by a newer FlowJobs is refused with
 ///   ``JobStoreError/newerSchema(found:supported:)``.
 /// - Other processes may open the same file: while one holds the write lock, the others retry with a
@@ -78,6 +82,8 @@ public final class SQLiteJobStore: JobStore {
     /// The database file's path, or `:memory:`.
     public let path: String
     private let writer: SQLiteWriter
+    /// The read connection of a file store; `nil` in memory, where reads go through the writer.
+    private let reader: SQLiteReader?
 
     /// Opens the database at `path`, creating it and its tables when missing, and migrating an older
     /// schema. Blocks the calling thread while it opens and migrates.
@@ -96,6 +102,15 @@ public final class SQLiteJobStore: JobStore {
         try SQLiteSchema.migrate(
             connection, busyRetryLimit: configuration.busyRetryLimit, busyBackoff: configuration.busyBackoff,
             onBusyRetry: configuration.onBusyRetry)
+        if path == ":memory:" || path.isEmpty {
+            reader = nil
+        } else {
+            let readConnection = try SQLiteConnection(path: path, create: false)
+            try readConnection.run("PRAGMA query_only = 1")
+            reader = SQLiteReader(
+                connection: readConnection, usesOwnQueue: configuration.execution == .writerThread,
+                busyRetryLimit: configuration.busyRetryLimit, busyBackoff: configuration.busyBackoff)
+        }
         clock = configuration.clock
         self.path = path
         writer = SQLiteWriter(
@@ -115,6 +130,7 @@ public final class SQLiteJobStore: JobStore {
 
     deinit {
         writer.close()
+        reader?.close()
     }
 
     /// Stops taking operations (later ones fail with ``JobStoreError/closed``); those already
@@ -122,8 +138,14 @@ public final class SQLiteJobStore: JobStore {
     /// (its file descriptors with it).
     @discardableResult
     public func close() -> Future<Void> {
-        Future<Void>(on: .none) { [writer] completion in
-            writer.close { completion(.success(())) }
+        Future<Void>(on: .none) { [writer, reader] completion in
+            writer.close {
+                if let reader {
+                    reader.close { completion(.success(())) }
+                } else {
+                    completion(.success(()))
+                }
+            }
             return NilDisposer()
         }
     }
@@ -257,12 +279,12 @@ public final class SQLiteJobStore: JobStore {
 
     /// The job's record; see ``JobStore/job(_:)``.
     public func job(_ id: JobID) -> Future<JobRecord?> {
-        writer.submit { connection in try Self.record(id, on: connection) }
+        read { connection throws(JobStoreError) in try Self.record(id, on: connection) }
     }
 
     /// Records filtered by state and queue; see ``JobStore/jobs(state:queue:limit:)``.
     public func jobs(state: JobState?, queue: String?, limit: Int) -> Future<[JobRecord]> {
-        writer.submit { connection in
+        read { connection throws(JobStoreError) in
             var conditions: [String] = []
             var arguments: [SQLValue] = []
             if let state {
@@ -279,6 +301,34 @@ public final class SQLiteJobStore: JobStore {
                 "SELECT \(SQLiteSchema.jobColumns) FROM flow_jobs \(filter) ORDER BY id LIMIT ?", arguments
             ).map(Self.decode)
         }
+    }
+
+    /// How many jobs are in each state, in every queue or in `queue`; states with no job are left out.
+    /// Runs on the read connection, beside the writer.
+    ///
+    /// ```swift
+    /// let waiting = try await store.counts(queue: "default").get()[.available, default: 0]
+    /// ```
+    public func counts(queue: String? = nil) -> Future<[JobState: Int]> {
+        read { connection throws(JobStoreError) in
+            let rows = try connection.query(
+                "SELECT state, COUNT(*) FROM flow_jobs WHERE ? IS NULL OR queue = ? GROUP BY state",
+                [queue.map(SQLValue.text) ?? .null, queue.map(SQLValue.text) ?? .null])
+            var counts: [JobState: Int] = [:]
+            for row in rows {
+                guard let state = row[0].textValue.flatMap(JobState.init(rawValue:)) else { continue }
+                counts[state] = Int(row[1].integerValue ?? 0)
+            }
+            return counts
+        }
+    }
+
+    /// Runs a read on the read connection, or on the writer when the store has none (in memory).
+    private func read<Value: Sendable>(
+        _ work: @escaping @Sendable (SQLiteConnection) throws(JobStoreError) -> Value
+    ) -> Future<Value> {
+        if let reader { return reader.read(work) }
+        return writer.submit { connection in try work(connection) }
     }
 
     /// Runs `body` in one transaction of the store's writer; see ``JobStore/transaction(_:)``.
