@@ -333,6 +333,9 @@ public final class SQLiteJobStore: JobStore {
 
     /// Runs `body` in one transaction of the store's writer; see ``JobStore/transaction(_:)``.
     ///
+    /// `body` may run a second time when SQLite rolled back the commit it shared with another request
+    /// (that request met a full disk, say): keep it to the transaction's own reads and writes.
+    ///
     /// ```swift
     /// store.transaction { transaction in
     ///     try transaction.execute("INSERT INTO orders(id) VALUES (?)", [.integer(7)])
