@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "FlowServiceLifecycle", targets: ["FlowServiceLifecycle"]),
         .library(name: "FlowLogging", targets: ["FlowLogging"]),
         .library(name: "FlowMetrics", targets: ["FlowMetrics"]),
+        // Durable jobs on an embedded SQLite store: a product of its own, so that `import Flow` alone
+        // builds and links no SQLite.
+        .library(name: "FlowJobs", targets: ["FlowJobs"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
@@ -28,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // FlowJobs: the trace of an enqueue carried to each attempt of the job.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // Command lines of the examples.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
@@ -37,6 +42,12 @@ let package = Package(
             name: "CLibUV",
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]
+        ),
+        // SQLite, as the system provides it (Debian: libsqlite3-dev), for FlowJobs' embedded store.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
         // Thread-local storage and libdispatch's main-queue hooks, which Swift cannot declare itself.
         .target(name: "CFlowSupport"),
@@ -76,6 +87,17 @@ let package = Package(
         // The operating system on the loop: OS signals, child processes, files, thread-pool work.
         // Uses FlowNet's stream connections for a child's pipes.
         .target(name: "FlowSystem", dependencies: ["Flow", "FlowNet", "CLibUV"]),
+
+        // Durable jobs: the job's life, the store protocol, the SQLite store, the worker.
+        .target(
+            name: "FlowJobs",
+            dependencies: [
+                "Flow", "FlowTimers", "CSQLite", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
 
         // Programs: `swift run <Name>`.
         .executableTarget(
@@ -219,6 +241,17 @@ let package = Package(
             dependencies: [
                 "FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour", "FlowTestSupport",
                 "RunReturnProbe",
+            ]
+        ),
+        .testTarget(
+            name: "FlowJobsTests",
+            dependencies: [
+                "FlowJobs", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

@@ -1,0 +1,89 @@
+import FlowTimers
+
+/// The store's tables, as numbered migrations: migration `n` takes a database from schema version
+/// `n` to `n + 1` (SQLite's `user_version`). Opening a store runs the ones the database lacks; a
+/// database with a version beyond the last one is refused.
+enum SQLiteSchema {
+    static let migrations: [String] = [
+        // 1: the jobs table. Times are milliseconds since 1970 (UTC).
+        """
+        CREATE TABLE flow_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            queue TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            state TEXT NOT NULL CHECK (state IN
+                ('scheduled', 'available', 'running', 'completed', 'retryable', 'discarded', 'cancelled',
+                 'quarantined')),
+            priority INTEGER NOT NULL,
+            run_at INTEGER NOT NULL,
+            attempt INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1),
+            fence INTEGER NOT NULL DEFAULT 0,
+            lease_expires_at INTEGER,
+            worker TEXT,
+            lease_expiries INTEGER NOT NULL DEFAULT 0,
+            unique_key TEXT,
+            last_error TEXT,
+            has_error INTEGER NOT NULL DEFAULT 0,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            created_at INTEGER NOT NULL,
+            finished_at INTEGER
+        );
+        CREATE INDEX flow_jobs_due ON flow_jobs (queue, state, priority DESC, run_at, id);
+        CREATE INDEX flow_jobs_leases ON flow_jobs (state, lease_expires_at);
+        CREATE UNIQUE INDEX flow_jobs_unique_key ON flow_jobs (unique_key)
+            WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retryable');
+        """,
+        // 2: queues' concurrency limits across every worker.
+        """
+        CREATE TABLE flow_queues (
+            name TEXT PRIMARY KEY,
+            max_running INTEGER NOT NULL CHECK (max_running >= 1)
+        );
+        """,
+        // 3: the trace context of the enqueue, and of the first attempt once it failed, each as the
+        // JSON object of a tracer's injected headers.
+        """
+        ALTER TABLE flow_jobs ADD COLUMN trace_context TEXT;
+        ALTER TABLE flow_jobs ADD COLUMN first_attempt_trace_context TEXT;
+        """,
+    ]
+
+    /// The schema version this code writes.
+    static var currentVersion: Int { migrations.count }
+
+    /// The columns every query of a whole job reads, in the order ``SQLiteJobStore`` decodes them.
+    static let jobColumns = """
+        id, name, queue, payload, state, priority, run_at, attempt, max_attempts, fence, lease_expires_at, \
+        worker, lease_expiries, unique_key, last_error, has_error, cancel_requested, created_at, finished_at, \
+        trace_context, first_attempt_trace_context
+        """
+
+    /// Brings the database to ``currentVersion``, each migration in a transaction of its own.
+    static func migrate(
+        _ connection: SQLiteConnection, busyRetryLimit: Int, busyBackoff: Backoff, onBusyRetry: (@Sendable (Int) -> Void)?
+    ) throws(JobStoreError) {
+        while true {
+            let rows = try connection.query("PRAGMA user_version")
+            let version = Int(rows.first?.first?.integerValue ?? 0)
+            if version > currentVersion { throw .newerSchema(found: version, supported: currentVersion) }
+            if version == currentVersion { return }
+            try SQLiteWriter.withBusyRetry(limit: busyRetryLimit, backoff: busyBackoff, onRetry: onBusyRetry) {
+                () throws(JobStoreError) in try connection.run("BEGIN IMMEDIATE")
+            }
+            do throws(JobStoreError) {
+                // Another process may have migrated while this one waited for the lock.
+                let again = Int(try connection.query("PRAGMA user_version").first?.first?.integerValue ?? 0)
+                if again == version {
+                    try connection.run(migrations[version])
+                    try connection.run("PRAGMA user_version = \(version + 1)")
+                }
+                try connection.run("COMMIT")
+            } catch {
+                try? connection.run("ROLLBACK")
+                throw error
+            }
+        }
+    }
+}

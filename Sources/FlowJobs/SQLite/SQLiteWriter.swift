@@ -1,0 +1,247 @@
+import Flow
+import FlowTimers
+import Foundation
+import Synchronization
+
+/// The one writer of an SQLite store: runs requests against the store's connection, many per
+/// transaction (group commit), and settles each request only once its transaction committed.
+///
+/// Each request runs in a savepoint of its own, so that a request that fails rolls back alone and the
+/// others of its batch still commit. A batch that cannot begin because another connection holds the
+/// write lock is retried with a backoff; when it still cannot, every request of the batch fails with
+/// ``JobStoreError/busy(message:)``.
+///
+/// With ``SQLiteJobStore/Execution/writerThread`` the requests queue for a thread of the writer's
+/// own, which takes everything queued as one batch; with ``SQLiteJobStore/Execution/callingThread``
+/// each request runs at once on the thread that submits it.
+final class SQLiteWriter: Sendable {
+    struct Request: Sendable {
+        /// The request's work, inside its savepoint.
+        let run: @Sendable (SQLiteConnection) throws -> Void
+        /// Called once, after the commit (`nil`) or with the error that failed the request.
+        let settle: @Sendable ((any Error)?) -> Void
+    }
+
+    private struct Queue {
+        var requests: [Request] = []
+        var isClosed = false
+        /// Called once the connection has closed.
+        var whenClosed: [@Sendable () -> Void] = []
+        var hasClosedConnection = false
+    }
+
+    /// The connection, `nil` once closed. Locked for a whole batch, so it is used by one thread at a time.
+    private let connection: Synchronization.Mutex<SQLiteConnection?>
+    private let queue = Synchronization.Mutex(Queue())
+    /// Signalled once per submitted request and once at close; the writer thread waits on it.
+    private let wakeWriter = DispatchSemaphore(value: 0)
+    private let usesWriterThread: Bool
+    private let busyRetryLimit: Int
+    private let busyBackoff: Backoff
+    private let onBusyRetry: (@Sendable (Int) -> Void)?
+    private let observers = Synchronization.Mutex<(next: UInt64, byKey: [UInt64: @Sendable (JobStoreNotification) -> Void])>(
+        (0, [:]))
+
+    init(
+        connection: sending SQLiteConnection, usesWriterThread: Bool, busyRetryLimit: Int, busyBackoff: Backoff,
+        onBusyRetry: (@Sendable (Int) -> Void)?
+    ) {
+        self.connection = Synchronization.Mutex(connection)
+        self.usesWriterThread = usesWriterThread
+        self.busyRetryLimit = busyRetryLimit
+        self.busyBackoff = busyBackoff
+        self.onBusyRetry = onBusyRetry
+        if usesWriterThread {
+            let thread = Thread { [self] in runWriterThread() }
+            thread.name = "flow.jobs.sqlite-writer"
+            thread.start()
+        }
+    }
+
+    // MARK: Submitting
+
+    /// Runs `work` in the next batch; the future completes with its result after the commit.
+    func submit<Value: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> Value) -> Future<Value> {
+        Future<Value>(on: .none) { completion in
+            let produced = Synchronization.Mutex<Value?>(nil)
+            self.submit(Request(
+                run: { connection in
+                    let value = try work(connection)
+                    produced.withLock { $0 = value }
+                },
+                settle: { error in
+                    if let error {
+                        completion(.failure(error))
+                    } else if let value = produced.withLock({ $0.take() }) {
+                        completion(.success(value))
+                    }
+                }))
+            return NilDisposer()
+        }
+    }
+
+    private func submit(_ request: Request) {
+        guard usesWriterThread else {
+            runBatch([request])
+            return
+        }
+        let accepted = queue.withLock { queue in
+            guard !queue.isClosed else { return false }
+            queue.requests.append(request)
+            return true
+        }
+        if accepted {
+            wakeWriter.signal()
+        } else {
+            request.settle(JobStoreError.closed)
+        }
+    }
+
+    /// Stops taking requests; those already queued still run. The connection closes after the last
+    /// one, and then `whenClosed` is called (at once if it has already closed).
+    func close(whenClosed: @escaping @Sendable () -> Void = {}) {
+        if usesWriterThread {
+            let (wasOpen, hasClosed) = queue.withLock { queue in
+                defer { queue.isClosed = true }
+                if !queue.hasClosedConnection { queue.whenClosed.append(whenClosed) }
+                return (!queue.isClosed, queue.hasClosedConnection)
+            }
+            if wasOpen { wakeWriter.signal() }
+            if hasClosed { whenClosed() }
+        } else {
+            _ = connection.withLock { $0.take() }
+            whenClosed()
+        }
+    }
+
+    // MARK: Observers
+
+    func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
+        let key = observers.withLock { observers in
+            defer { observers.next += 1 }
+            observers.byKey[observers.next] = observer
+            return observers.next
+        }
+        return Disposer { [weak self] in
+            _ = self?.observers.withLock { $0.byKey.removeValue(forKey: key) }
+        }
+    }
+
+    /// Publishes notifications of a commit made outside the writer.
+    func publishNow(_ notifications: [JobStoreNotification]) {
+        publish(notifications)
+    }
+
+    private func publish(_ notifications: [JobStoreNotification]) {
+        guard !notifications.isEmpty else { return }
+        let current = observers.withLock { Array($0.byKey.values) }
+        for notification in notifications {
+            for observer in current { observer(notification) }
+        }
+    }
+
+    // MARK: Running batches
+
+    private func runWriterThread() {
+        while true {
+            wakeWriter.wait()
+            let (batch, isClosed) = queue.withLock { queue in
+                defer { queue.requests.removeAll(keepingCapacity: true) }
+                return (queue.requests, queue.isClosed)
+            }
+            if !batch.isEmpty { runBatch(batch) }
+            if isClosed && batch.isEmpty {
+                _ = connection.withLock { $0.take() }
+                let waiting = queue.withLock { queue in
+                    queue.hasClosedConnection = true
+                    defer { queue.whenClosed.removeAll() }
+                    return queue.whenClosed
+                }
+                for body in waiting { body() }
+                return
+            }
+        }
+    }
+
+    /// Runs `batch` in one transaction, then settles its requests and publishes their notifications.
+    private func runBatch(_ batch: [Request]) {
+        // (request, its error, its notifications), filled under the connection's lock.
+        let outcomes = connection.withLock { connection -> [((any Error)?, [JobStoreNotification])] in
+            guard let connection else { return batch.map { _ in (JobStoreError.closed, []) } }
+            return runTransaction(batch, on: connection)
+        }
+        var notifications: [JobStoreNotification] = []
+        for (request, outcome) in zip(batch, outcomes) {
+            notifications += outcome.1
+            request.settle(outcome.0)
+        }
+        publish(notifications)
+    }
+
+    private func runTransaction(
+        _ batch: [Request], on connection: SQLiteConnection
+    ) -> [((any Error)?, [JobStoreNotification])] {
+        do {
+            try withBusyRetry { () throws(JobStoreError) in try connection.execute("BEGIN IMMEDIATE") }
+        } catch {
+            return batch.map { _ in (error, []) }
+        }
+        var outcomes: [((any Error)?, [JobStoreNotification])] = []
+        outcomes.reserveCapacity(batch.count)
+        do {
+            for (index, request) in batch.enumerated() {
+                connection.pendingNotifications.removeAll()
+                try connection.execute("SAVEPOINT request")
+                do {
+                    try request.run(connection)
+                    try connection.execute("RELEASE request")
+                    outcomes.append((nil, connection.pendingNotifications))
+                } catch {
+                    guard connection.isInTransaction else {
+                        // SQLite rolled the whole transaction back (it may on a full disk or an I/O
+                        // error), the other requests' work with it: this request fails with its
+                        // error, and the others run again in a transaction of their own.
+                        connection.pendingNotifications.removeAll()
+                        var others = batch
+                        others.remove(at: index)
+                        var rerun = runTransaction(others, on: connection)
+                        rerun.insert((error, []), at: index)
+                        return rerun
+                    }
+                    try connection.run("ROLLBACK TO request; RELEASE request")
+                    outcomes.append((error, []))
+                }
+            }
+            connection.pendingNotifications.removeAll()
+            try withBusyRetry { () throws(JobStoreError) in try connection.execute("COMMIT") }
+            return outcomes
+        } catch {
+            try? connection.run("ROLLBACK")
+            connection.pendingNotifications.removeAll()
+            return batch.map { _ in (error, []) }
+        }
+    }
+
+    /// Runs `body`, retrying it with the backoff while another connection holds the lock it needs.
+    func withBusyRetry(_ body: () throws(JobStoreError) -> Void) throws(JobStoreError) {
+        try Self.withBusyRetry(limit: busyRetryLimit, backoff: busyBackoff, onRetry: onBusyRetry, body)
+    }
+
+    static func withBusyRetry(
+        limit: Int, backoff: Backoff, onRetry: (@Sendable (Int) -> Void)?, _ body: () throws(JobStoreError) -> Void
+    ) throws(JobStoreError) {
+        var retry = 0
+        while true {
+            do throws(JobStoreError) {
+                try body()
+                return
+            } catch .busy(let message) {
+                retry += 1
+                guard retry <= limit else { throw .busy(message: message) }
+                onRetry?(retry)
+                let delay = backoff.delay(forAttempt: retry)
+                if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            }
+        }
+    }
+}

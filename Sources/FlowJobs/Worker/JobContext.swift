@@ -1,0 +1,84 @@
+import Flow
+import Synchronization
+import Tracing
+
+/// What a handler knows of the attempt it runs, and where it puts the writes that must commit together
+/// with the job's completion.
+///
+/// ```swift
+/// worker.register(chargeOrder) { order, context in
+///     context.addCompletionEffect { transaction in
+///         try transaction.execute("INSERT INTO charges(order_id) VALUES (?)", [.integer(order.id)])
+///     }
+///     return Future()
+/// }
+/// ```
+public final class JobContext: Sendable {
+    /// The job's record as the claim left it: running, with this attempt counted.
+    public let record: JobRecord
+    /// The claiming worker's identity.
+    public let worker: String
+    /// The context of this attempt's span when the worker traces (``JobWorker/Configuration/tracer``),
+    /// else top-level. It is also `ServiceContext.current` while the handler is called, so spans the
+    /// handler starts then are children of the attempt's.
+    public let serviceContext: ServiceContext
+    private let effects = Synchronization.Mutex<[@Sendable (any JobTransaction) throws -> Void]>([])
+
+    init(record: JobRecord, worker: String, serviceContext: ServiceContext = .topLevel) {
+        self.record = record
+        self.worker = worker
+        self.serviceContext = serviceContext
+    }
+
+    /// The job's identifier.
+    public var id: JobID { record.id }
+    /// This attempt's number: 1 for the first.
+    public var attempt: Int { record.attempt }
+    /// The lease of this attempt (the job and its fence).
+    public var lease: JobLease { JobLease(id: record.id, fence: record.fence) }
+
+    /// Adds writes that run in the transaction that records the job as completed, after the handler
+    /// succeeds: they commit together with the completion, or not at all. When the worker has lost
+    /// the job's lease, or an effect throws, nothing of them commits (the attempt then fails with the
+    /// error, and the job is retried). Effects run in the order added, on the store's writer: they
+    /// must not wait for the store's futures.
+    public func addCompletionEffect(_ effect: @escaping @Sendable (any JobTransaction) throws -> Void) {
+        effects.withLock { $0.append(effect) }
+    }
+
+    /// The effects added so far, as one, or `nil` when there are none.
+    var completionEffects: (@Sendable (any JobTransaction) throws -> Void)? {
+        let all = effects.withLock { $0 }
+        guard !all.isEmpty else { return nil }
+        return { transaction in
+            for effect in all { try effect(transaction) }
+        }
+    }
+}
+
+/// What a worker did, for logs and tests.
+public enum JobWorkerEvent: Sendable {
+    /// An attempt starts: the job's record as claimed.
+    case attemptStarted(JobRecord)
+    /// An attempt ended and the store recorded it: the record after the change.
+    case attemptFinished(JobRecord)
+    /// The store refused the worker's update because the job's lease had been lost; the worker let
+    /// the job go.
+    case leaseLost(JobLease)
+    /// The worker gave a running job back to the store while shutting down.
+    case released(JobLease)
+    /// A store operation failed; the worker carries on (a claim is tried again after a second).
+    case storeFailed(String)
+}
+
+/// A payload that no longer decodes as the job kind's payload type: the job is discarded, and this
+/// error recorded, since no retry can fix it.
+public struct JobPayloadDecodingError: Error, CustomStringConvertible, Sendable {
+    /// The job kind's name.
+    public let name: String
+    /// The decoder's error, described.
+    public let underlying: String
+
+    /// Says which kind's payload failed to decode, and why.
+    public var description: String { "the payload of a \(name) job does not decode: \(underlying)" }
+}

@@ -1,0 +1,601 @@
+import Flow
+import FlowJobs
+import FlowTimers
+import Foundation
+import Logging
+import MetricsTestKit
+import Synchronization
+import Testing
+
+/// A worker, its store and its client on a virtual clock.
+private struct Rig {
+    let jobs = VirtualJobs()
+    let events = EventLog()
+    let store: SQLiteJobStore
+    let client: JobClient
+
+    init() throws {
+        store = try jobs.openStore()
+        client = JobClient(store: store)
+    }
+
+    func worker(
+        _ queues: [String: Int] = ["default": 10], lease: Duration = .seconds(15), identity: String = "worker-1",
+        maxLeaseExpiries: Int = 3
+    ) -> JobWorker {
+        JobWorker(
+            store: store, scheduler: jobs.scheduler,
+            configuration: .init(
+                concurrencyByQueue: queues, leaseDuration: lease, maxLeaseExpiries: maxLeaseExpiries,
+                identity: identity, onEvent: events.onEvent))
+    }
+
+    func enqueue<Payload>(
+        _ kind: JobKind<Payload>, _ payload: Payload, _ options: EnqueueOptions = EnqueueOptions()
+    ) throws -> JobHandle {
+        try completed(client.enqueue(kind, payload, options: options))
+    }
+
+    func record(_ handle: JobHandle) throws -> JobRecord {
+        try #require(try completed(client.job(handle.id)))
+    }
+}
+
+private let message = JobKind<Message>(name: "message", maxAttempts: 3, backoff: .constant(10))
+
+@Suite("JobWorker on the virtual clock")
+struct JobWorkerTests {
+    @Test func anEnqueuedJobRunsAtOnceAndItsHandleSeesItComplete() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let seen = Synchronization.Mutex<[String]>([])
+        worker.register(message) { payload, context in
+            seen.withLock { $0.append("\(payload.text)#\(context.attempt)") }
+            return Future()
+        }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "hello"))
+        let finished = handle.finished()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(seen.withLock { $0 } == ["hello#1"])
+        let record = try completed(finished)
+        #expect(record.state == .completed && record.attempt == 1)
+        #expect(rig.jobs.clock.pendingCount == 0, "an idle worker arms no timer: it does not poll")
+    }
+
+    @Test func everyWaiterOfAJobHearsItsEndAndACancelledWaitIsDropped() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let work = PendingWork()
+        worker.register(message) { _, _ in work.future() }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "watched"))
+        rig.jobs.clock.advance(by: .zero)
+        let first = handle.finished()
+        let second = rig.client.handle(for: handle.id).finished()
+        let dropped = handle.finished()
+        dropped.cancel()
+        work.completeAll()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(try completed(first).state == .completed)
+        #expect(try completed(second).state == .completed)
+        #expect(throws: FutureError.aborted) { try completed(dropped) }
+    }
+
+    @Test func aDelayedJobRunsAtItsDueTimeFromATimerNotBefore() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let ranAt = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        worker.register(message) { _, _ in
+            ranAt.withLock { $0.append(jobs.elapsedSeconds) }
+            return Future()
+        }
+        worker.start()
+        _ = try rig.enqueue(message, Message(text: "later"), EnqueueOptions(after: .seconds(60)))
+        rig.jobs.clock.advance(by: .zero)
+        #expect(rig.jobs.clock.pendingCount == 1, "one timer, for the due time")
+        rig.jobs.clock.advance(by: .seconds(59))
+        #expect(ranAt.withLock { $0 }.isEmpty)
+        rig.jobs.clock.advance(by: .seconds(1))
+        #expect(ranAt.withLock { $0 } == [60])
+    }
+
+    @Test func aJobGivenARunTimeRunsThen() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let ranAt = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        worker.register(message) { _, _ in
+            ranAt.withLock { $0.append(jobs.elapsedSeconds) }
+            return Future()
+        }
+        worker.start()
+        let runAt = rig.store.clock.now().addingTimeInterval(90)
+        let handle = try rig.enqueue(message, Message(text: "at"), EnqueueOptions(at: runAt))
+        #expect(try rig.record(handle).state == .scheduled)
+        rig.jobs.advance(by: .seconds(120))
+        #expect(ranAt.withLock { $0 } == [90])
+    }
+
+    @Test func anEarlierEnqueueRearmsTheTimerOfAWaitingWorker() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let ran = Synchronization.Mutex<[String]>([])
+        worker.register(message) { payload, _ in
+            ran.withLock { $0.append(payload.text) }
+            return Future()
+        }
+        worker.start()
+        _ = try rig.enqueue(message, Message(text: "in an hour"), EnqueueOptions(after: .seconds(3600)))
+        rig.jobs.clock.advance(by: .zero)
+        _ = try rig.enqueue(message, Message(text: "in a minute"), EnqueueOptions(after: .seconds(60)))
+        rig.jobs.clock.advance(by: .seconds(60))
+        #expect(ran.withLock { $0 } == ["in a minute"])
+    }
+
+    @Test func aFailingHandlerIsRetriedAfterItsBackoffUntilItSucceeds() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let attempts = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        worker.register(message) { _, context in
+            attempts.withLock { $0.append(jobs.elapsedSeconds) }
+            return context.attempt < 3 ? Future(error: TestFailure()) : Future()
+        }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "flaky"))
+        rig.jobs.advance(by: .seconds(30))
+        #expect(attempts.withLock { $0 } == [0, 10, 20])
+        let record = try rig.record(handle)
+        #expect(record.state == .completed && record.attempt == 3 && record.lastError == "the handler failed on purpose")
+    }
+
+    @Test func aHandlerThatAlwaysThrowsIsDiscardedWhenItsAttemptsRunOut() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        worker.register(message) { _, _ in Future(error: TestFailure()) }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "doomed"))
+        let finished = handle.finished()
+        rig.jobs.advance(by: .seconds(60))
+        let record = try completed(finished)
+        #expect(record.state == .discarded && record.attempt == 3)
+        #expect(rig.events.finished.map(\.state) == [.retryable, .retryable, .discarded])
+    }
+
+    @Test func aTimeoutCancelsTheHandlersFutureAndFailsTheAttempt() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let work = PendingWork()
+        let slow = JobKind<Message>(name: "slow", maxAttempts: 2, backoff: .constant(100), timeout: .seconds(5))
+        worker.register(slow) { _, _ in work.future() }
+        worker.start()
+        let handle = try rig.enqueue(slow, Message(text: "hangs"))
+        rig.jobs.advance(by: .seconds(4))
+        #expect(work.disposedCount == 0)
+        rig.jobs.advance(by: .seconds(1))
+        #expect(work.disposedCount == 1, "the handler's operation is disposed at the deadline")
+        let record = try rig.record(handle)
+        #expect(record.state == .retryable && record.lastError == "\(TimeoutError(delay: 5))")
+    }
+
+    @Test func aHandlerThatIgnoresCancellationCannotCompleteTheJobLate() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let late = Synchronization.Mutex<(@Sendable (Result<Void>) -> Void)?>(nil)
+        let stubborn = JobKind<Message>(name: "stubborn", maxAttempts: 1, timeout: .seconds(5))
+        worker.register(stubborn) { _, _ in
+            // Keeps its completion past the cancellation, and calls it anyway.
+            Future<Void>(on: .none) { completion in
+                late.withLock { $0 = completion }
+                return NilDisposer()
+            }
+        }
+        worker.start()
+        let handle = try rig.enqueue(stubborn, Message(text: "stubborn"))
+        rig.jobs.advance(by: .seconds(5))
+        late.withLock { $0 }?(.success(()))
+        rig.jobs.advance(by: .seconds(1))
+        let record = try rig.record(handle)
+        #expect(record.state == .discarded && record.lastError == "\(TimeoutError(delay: 5))")
+        #expect(rig.events.finished.count == 1)
+    }
+
+    @Test func aQueueRunsAtMostItsConcurrencyLimitAndAFreedSlotTakesTheNextJob() throws {
+        let rig = try Rig()
+        let worker = rig.worker(["default": 2])
+        let work = PendingWork()
+        worker.register(message) { _, _ in work.future() }
+        worker.start()
+        for index in 0..<5 { _ = try rig.enqueue(message, Message(text: "\(index)")) }
+        rig.jobs.clock.advance(by: .zero)
+        #expect(worker.runningCount == 2 && work.waitingCount == 2)
+        work.completeFirst()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(worker.runningCount == 2 && work.waitingCount == 2)
+        #expect(rig.events.started.count == 3)
+    }
+
+    @Test func aGlobalLimitHoldsAcrossWorkersAndAFinishFreesItAtOnce() throws {
+        let rig = try Rig()
+        try completed(rig.store.setConcurrencyLimit(1, forQueue: "default"))
+        let work = PendingWork()
+        let workers = [rig.worker(identity: "one"), rig.worker(identity: "two")]
+        for worker in workers {
+            worker.register(message) { _, _ in work.future() }
+            worker.start()
+        }
+        for index in 0..<3 { _ = try rig.enqueue(message, Message(text: "\(index)")) }
+        rig.jobs.clock.advance(by: .zero)
+        #expect(workers.map(\.runningCount).reduce(0, +) == 1)
+        work.completeFirst()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(workers.map(\.runningCount).reduce(0, +) == 1)
+        #expect(rig.events.started.count == 2, "the next job started as soon as the first finished")
+        #expect(rig.jobs.clock.pendingCount == 2, "only the running job's heartbeat and another's lease timer")
+    }
+
+    @Test func aClosedStoreIsReportedAndNotRetriedForever() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let work = PendingWork()
+        worker.register(message) { _, _ in work.future() }
+        worker.start()
+        _ = try rig.enqueue(message, Message(text: "outlives its store"))
+        rig.jobs.clock.advance(by: .zero)
+        try completed(rig.store.close())
+        work.completeAll()
+        rig.jobs.advance(by: .seconds(5))
+        let failures = rig.events.all.compactMap { if case .storeFailed(let message) = $0 { message } else { nil } }
+        #expect(failures.count == 2 && failures.allSatisfy { $0.contains("closed") }, "\(failures)")
+        #expect(rig.jobs.clock.pendingCount == 0, "no timer keeps trying a closed store")
+    }
+
+    @Test func higherPriorityRunsFirstAndOtherQueuesAreLeftAlone() throws {
+        let rig = try Rig()
+        let order = Synchronization.Mutex<[String]>([])
+        _ = try rig.enqueue(message, Message(text: "low"), EnqueueOptions(priority: 0))
+        _ = try rig.enqueue(message, Message(text: "high"), EnqueueOptions(priority: 10))
+        let elsewhere = try rig.enqueue(message, Message(text: "elsewhere"), EnqueueOptions(queue: "reports"))
+        let worker = rig.worker(["default": 1])
+        worker.register(message) { payload, _ in
+            order.withLock { $0.append(payload.text) }
+            return Future()
+        }
+        worker.start()
+        rig.jobs.advance(by: .seconds(1))
+        #expect(order.withLock { $0 } == ["high", "low"])
+        #expect(try rig.record(elsewhere).state == .available)
+    }
+
+    @Test func heartbeatsKeepALongJobsLeaseSoNoOtherWorkerTakesIt() throws {
+        let rig = try Rig()
+        let work = PendingWork()
+        let first = rig.worker(identity: "first")
+        let second = rig.worker(identity: "second")
+        for worker in [first, second] { worker.register(message) { _, _ in work.future() } }
+        first.start()
+        let handle = try rig.enqueue(message, Message(text: "long"))
+        rig.jobs.clock.advance(by: .zero)
+        second.start()
+        rig.jobs.advance(by: .seconds(120))
+        #expect(rig.events.started.count == 1, "the lease never lapsed")
+        work.completeAll()
+        rig.jobs.clock.advance(by: .zero)
+        let record = try rig.record(handle)
+        #expect(record.state == .completed && record.attempt == 1 && record.worker == "first")
+    }
+
+    @Test func aDeadWorkersJobRunsAgainRightAfterItsLeaseAndTheAttemptCounts() throws {
+        let rig = try Rig()
+        let work = PendingWork()
+        let dead = rig.worker(identity: "dead")
+        dead.register(message) { _, _ in work.future() }
+        dead.start()
+        let handle = try rig.enqueue(message, Message(text: "orphan"))
+        rig.jobs.clock.advance(by: .zero)
+        dead.simulateCrash()
+        let rescuer = rig.worker(identity: "rescuer")
+        let ranAt = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        rescuer.register(message) { _, _ in
+            ranAt.withLock { $0.append(jobs.elapsedSeconds) }
+            return Future()
+        }
+        rescuer.start()
+        rig.jobs.clock.advance(by: .seconds(14))
+        #expect(ranAt.withLock { $0 }.isEmpty)
+        rig.jobs.clock.advance(by: .seconds(1))
+        #expect(ranAt.withLock { $0 } == [15], "rescued by a timer at the lease's end, not by polling")
+        let record = try rig.record(handle)
+        #expect(record.state == .completed && record.attempt == 2 && record.lifecycle.leaseExpiries == 1)
+    }
+
+    @Test func aJobThatKeepsKillingItsWorkersIsQuarantinedWithTheLastWorkersName() throws {
+        let rig = try Rig()
+        let handle = try rig.enqueue(message, Message(text: "poison"))
+        for round in 1...3 {
+            let worker = rig.worker(identity: "victim-\(round)")
+            worker.register(message) { _, _ in Future(.forever) }
+            worker.start()
+            rig.jobs.clock.advance(by: .zero)
+            worker.simulateCrash()
+            rig.jobs.clock.advance(by: .seconds(15))
+        }
+        let survivor = rig.worker(identity: "survivor")
+        survivor.register(message) { _, _ in Future() }
+        survivor.start()
+        rig.jobs.clock.advance(by: .zero)
+        let record = try rig.record(handle)
+        #expect(record.state == .quarantined && record.worker == "victim-3" && record.lifecycle.leaseExpiries == 3)
+    }
+
+    @Test func cancellingAQueuedJobKeepsItFromRunning() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let ran = Synchronization.Mutex(false)
+        worker.register(message) { _, _ in
+            ran.withLock { $0 = true }
+            return Future()
+        }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "unwanted"), EnqueueOptions(after: .seconds(10)))
+        let finished = handle.finished()
+        #expect(try completed(handle.cancel()) == .cancelled)
+        rig.jobs.advance(by: .seconds(20))
+        #expect(!ran.withLock { $0 })
+        #expect(try completed(finished).state == .cancelled)
+    }
+
+    @Test func cancellingARunningJobCancelsItsHandlersFuture() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let work = PendingWork()
+        worker.register(message) { _, _ in work.future() }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "stop me"))
+        rig.jobs.clock.advance(by: .zero)
+        #expect(try completed(handle.cancel()) == .requested)
+        rig.jobs.clock.advance(by: .zero)
+        #expect(work.disposedCount == 1)
+        #expect(try rig.record(handle).state == .cancelled)
+    }
+
+    @Test func aPayloadThatNoLongerDecodesIsDiscardedWithTheErrorRecorded() throws {
+        let rig = try Rig()
+        let job = NewJob(name: "message", queue: "default", payload: Data("{\"txt\": 1}".utf8), maxAttempts: 5)
+        let enqueued = try completed(rig.store.enqueue([job]))
+        let worker = rig.worker()
+        let ran = Synchronization.Mutex(false)
+        worker.register(message) { _, _ in
+            ran.withLock { $0 = true }
+            return Future()
+        }
+        worker.start()
+        rig.jobs.clock.advance(by: .zero)
+        let record = try #require(try completed(rig.store.job(enqueued[0].id)))
+        #expect(!ran.withLock { $0 })
+        #expect(record.state == .discarded && record.attempt == 1)
+        #expect(record.lastError?.contains("does not decode") == true)
+    }
+
+    @Test func aJobNoWorkerKnowsStaysQueuedUntouched() throws {
+        let rig = try Rig()
+        let unknown = JobKind<Message>(name: "not-registered")
+        let handle = try rig.enqueue(unknown, Message(text: "?"))
+        let worker = rig.worker()
+        worker.register(message) { _, _ in Future() }
+        worker.start()
+        rig.jobs.advance(by: .seconds(60))
+        let record = try rig.record(handle)
+        #expect(record.state == .available && record.attempt == 0)
+        #expect(rig.jobs.clock.pendingCount == 0, "and the worker does not poll for it")
+    }
+
+    @Test func gracefulShutdownLetsRunningJobsFinishThenGivesTheRestBack() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let quick = PendingWork()
+        let stuck = PendingWork()
+        worker.register(message) { payload, _ in payload.text == "quick" ? quick.future() : stuck.future() }
+        worker.start()
+        let quickJob = try rig.enqueue(message, Message(text: "quick"))
+        let stuckJob = try rig.enqueue(message, Message(text: "stuck"))
+        rig.jobs.clock.advance(by: .zero)
+        let stopped = worker.shutdown(gracePeriod: .seconds(10))
+        _ = try rig.enqueue(message, Message(text: "too late"))
+        rig.jobs.clock.advance(by: .seconds(2))
+        quick.completeAll()
+        rig.jobs.clock.advance(by: .seconds(1))
+        #expect(throws: NotCompleted.self) { try completed(stopped) }
+        rig.jobs.clock.advance(by: .seconds(7))
+        try completed(stopped)
+        #expect(stuck.disposedCount == 1)
+        #expect(try rig.record(quickJob).state == .completed)
+        let given = try rig.record(stuckJob)
+        #expect(given.state == .available && given.attempt == 0)
+        #expect(rig.events.started.count == 2, "nothing is claimed once the shutdown began")
+        #expect(rig.jobs.clock.pendingCount == 0)
+    }
+
+    @Test func theWallClockSteppingBackwardsDelaysDueJobsButRunsEachOnce() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        let ranAt = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        let work = PendingWork()
+        worker.register(message) { payload, _ in
+            ranAt.withLock { $0.append(jobs.elapsedSeconds) }
+            return payload.text == "running" ? work.future() : Future()
+        }
+        worker.start()
+        let running = try rig.enqueue(message, Message(text: "running"))
+        let delayed = try rig.enqueue(message, Message(text: "delayed"), EnqueueOptions(after: .seconds(60)))
+        rig.jobs.clock.advance(by: .zero)
+        rig.jobs.stepWallClock(by: -30)
+        rig.jobs.advance(by: .seconds(60))
+        #expect(ranAt.withLock { $0 } == [0], "the delayed job is due 30 s later by the stepped clock")
+        rig.jobs.advance(by: .seconds(30))
+        #expect(ranAt.withLock { $0 } == [0, 90])
+        work.completeAll()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(try rig.record(running).state == .completed && rig.record(running).attempt == 1)
+        #expect(try rig.record(delayed).state == .completed && rig.record(delayed).attempt == 1)
+    }
+
+    @Test func completionEffectsCommitExactlyOnceWithTheJob() throws {
+        let rig = try Rig()
+        try completed(rig.store.transaction { try $0.execute("CREATE TABLE sent (job INTEGER PRIMARY KEY)", []) })
+        let worker = rig.worker()
+        worker.register(message) { _, context in
+            context.addCompletionEffect { transaction in
+                try transaction.execute("INSERT INTO sent VALUES (?)", [.integer(context.id.rawValue)])
+            }
+            return Future()
+        }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "once"))
+        rig.jobs.advance(by: .seconds(5))
+        #expect(try rig.record(handle).state == .completed)
+        let rows = try completed(rig.store.transaction { try $0.query("SELECT job FROM sent", []) })
+        #expect(rows == [[.integer(handle.id.rawValue)]])
+    }
+
+    @Test func aThrowingCompletionEffectFailsTheAttemptAndCommitsNothing() throws {
+        let rig = try Rig()
+        let worker = rig.worker()
+        worker.register(message) { _, context in
+            context.addCompletionEffect { transaction in
+                if context.attempt == 1 { throw TestFailure() }
+            }
+            return Future()
+        }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "second time lucky"))
+        rig.jobs.clock.advance(by: .zero)
+        #expect(try rig.record(handle).state == .retryable)
+        rig.jobs.advance(by: .seconds(10))
+        let record = try rig.record(handle)
+        #expect(record.state == .completed && record.attempt == 2)
+    }
+
+    @Test func eachAttemptIsLoggedWithTheJobsMetadata() throws {
+        let rig = try Rig()
+        let lines = CapturingLogHandler.Lines()
+        let logger = Logger(label: "jobs") { _ in CapturingLogHandler(lines: lines) }
+        let worker = JobWorker(
+            store: rig.store, scheduler: rig.jobs.scheduler,
+            configuration: .init(identity: "logged", logger: logger))
+        worker.register(message) { _, context in context.attempt == 1 ? Future(error: TestFailure()) : Future() }
+        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "logged"))
+        rig.jobs.advance(by: .seconds(10))
+        #expect(lines.all.map(\.level) == [.debug, .warning, .debug, .info])
+        let failure = lines.all[1]
+        #expect(failure.metadata["job.id"] == "\(handle.id.rawValue)" && failure.metadata["job.attempt"] == "1")
+        #expect(failure.metadata["job.name"] == "message" && failure.metadata["job.worker"] == "logged")
+        #expect(failure.metadata["job.error"] == "the handler failed on purpose")
+        #expect(lines.all[3].metadata["job.state"] == "completed")
+    }
+}
+
+@Suite("JobWorker metrics")
+struct JobWorkerMetricsTests {
+    @Test func attemptsRunTimeLagAndClaimLatencyAreReported() throws {
+        let jobs = VirtualJobs()
+        let store = try jobs.openStore()
+        let client = JobClient(store: store)
+        let metrics = TestMetrics()
+        let work = PendingWork()
+        let worker = JobWorker(
+            store: store, scheduler: jobs.scheduler,
+            configuration: .init(metrics: JobMetrics(dimensions: [("service", "test")], factory: metrics)))
+        worker.register(message) { payload, _ in payload.text == "fails" ? Future(error: TestFailure()) : work.future() }
+        try completed(client.enqueue(message, Message(text: "slow")))
+        try completed(client.enqueue(message, Message(text: "fails")))
+        jobs.clock.advance(by: .seconds(5))
+        worker.start()
+        jobs.clock.advance(by: .seconds(3))
+        work.completeAll()
+        jobs.clock.advance(by: .zero)
+
+        let completedCount = try metrics.expectCounter(
+            "flow_jobs_attempts", [("service", "test"), ("queue", "default"), ("name", "message"), ("state", "completed")])
+        let retried = try metrics.expectCounter(
+            "flow_jobs_attempts", [("service", "test"), ("queue", "default"), ("name", "message"), ("state", "retryable")])
+        #expect(completedCount.totalValue == 1 && retried.totalValue == 1)
+        let runTime = try metrics.expectTimer(
+            "flow_jobs_run_time", [("service", "test"), ("queue", "default"), ("name", "message")])
+        #expect(runTime.values.sorted() == [0, 3_000_000_000])
+        let lag = try metrics.expectTimer("flow_jobs_lag", [("service", "test"), ("queue", "default")])
+        #expect(lag.values == [5_000_000_000, 5_000_000_000], "both jobs started 5 s after their run time")
+        let claims = try metrics.expectTimer("flow_jobs_claim_latency", [("service", "test")])
+        #expect(!claims.values.isEmpty && claims.values.allSatisfy { $0 == 0 }, "a calling-thread store answers at once")
+    }
+
+    @Test func queueDepthAndLagAreMeasuredAfterEachClaim() throws {
+        let jobs = VirtualJobs()
+        let store = try jobs.openStore()
+        let client = JobClient(store: store)
+        let metrics = TestMetrics()
+        let work = PendingWork()
+        let worker = JobWorker(
+            store: store, scheduler: jobs.scheduler,
+            configuration: .init(concurrencyByQueue: ["default": 1, "idle": 1], metrics: JobMetrics(factory: metrics)))
+        worker.register(message) { _, _ in work.future() }
+        for text in ["a", "b", "c"] { try completed(client.enqueue(message, Message(text: text))) }
+        jobs.clock.advance(by: .seconds(5))
+        worker.start()
+        jobs.clock.advance(by: .zero)
+        let depth = try metrics.expectGauge("flow_jobs_queue_depth", [("queue", "default")])
+        let lag = try metrics.expectGauge("flow_jobs_queue_lag", [("queue", "default")])
+        #expect(depth.lastValue == 2 && lag.lastValue == 5, "one of three claimed; the others waited 5 s")
+        jobs.clock.advance(by: .seconds(2))
+        work.completeFirst()
+        jobs.clock.advance(by: .zero)
+        #expect(depth.lastValue == 1 && lag.lastValue == 7)
+        #expect(try metrics.expectGauge("flow_jobs_queue_depth", [("queue", "idle")]).lastValue == 0)
+        #expect(try metrics.expectGauge("flow_jobs_queue_lag", [("queue", "idle")]).lastValue == 0)
+        let stopped = worker.shutdown(gracePeriod: .zero)
+        jobs.clock.advance(by: .zero)
+        try completed(stopped)
+    }
+
+    @Test func leaseExpiriesAndQuarantinesAreCountedOnceByTheRescuingWorker() throws {
+        let jobs = VirtualJobs()
+        let store = try jobs.openStore()
+        let client = JobClient(store: store)
+        let metrics = TestMetrics()
+        func worker(_ identity: String) -> JobWorker {
+            JobWorker(
+                store: store, scheduler: jobs.scheduler,
+                configuration: .init(identity: identity, metrics: JobMetrics(factory: metrics)))
+        }
+        let poison = JobKind<Message>(name: "poison", maxAttempts: 5)
+        let handle = try completed(client.enqueue(poison, Message(text: "crashes its worker")))
+        for round in 1...2 {
+            let victim = worker("victim-\(round)")
+            victim.register(poison) { _, _ in Future(.forever) }
+            victim.start()
+            jobs.clock.advance(by: .zero)
+            victim.simulateCrash()
+            jobs.clock.advance(by: .seconds(15))
+        }
+        // The third victim's claim rescued the second's job; a survivor's claim rescues the third's.
+        let victim = worker("victim-3")
+        victim.register(poison) { _, _ in Future(.forever) }
+        victim.start()
+        jobs.clock.advance(by: .zero)
+        victim.simulateCrash()
+        jobs.clock.advance(by: .seconds(15))
+        let survivor = worker("survivor")
+        survivor.register(poison) { _, _ in Future() }
+        survivor.start()
+        jobs.clock.advance(by: .zero)
+        #expect(try completed(client.job(handle.id))?.state == .quarantined)
+        let labels = [("queue", "default"), ("name", "poison")]
+        #expect(try metrics.expectCounter("flow_jobs_lease_expiries", labels).totalValue == 3)
+        #expect(try metrics.expectCounter("flow_jobs_quarantined", labels).totalValue == 1)
+    }
+}

@@ -1,0 +1,379 @@
+import CSQLite
+import Dispatch
+import Flow
+import FlowJobs
+import FlowTestSupport
+import FlowTimers
+import Foundation
+import Synchronization
+import Testing
+
+/// A raw sqlite3 connection of the test's own, to play another process.
+private final class OtherConnection {
+    let handle: OpaquePointer
+
+    init(_ path: String) throws {
+        var opened: OpaquePointer?
+        guard sqlite3_open(path, &opened) == SQLITE_OK, let opened else { throw TestFailure() }
+        handle = opened
+    }
+
+    @discardableResult
+    func run(_ sql: String) -> Int32 { sqlite3_exec(handle, sql, nil, nil, nil) }
+
+    func text(_ sql: String) -> String? {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else { return nil }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return nil }
+        return String(cString: text)
+    }
+
+    deinit { sqlite3_close(handle) }
+}
+
+private let job = NewJob(name: "task", queue: "default", payload: Data("{}".utf8), maxAttempts: 1)
+
+@Suite("SQLiteJobStore: files, schema, locks and bad input")
+struct SQLiteJobStoreTests {
+    @Test func jobsSurviveClosingAndReopeningTheFile() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let first = try SQLiteJobStore(path: path)
+        let enqueued = try await first.enqueue([job, job]).get()
+        first.close()
+        await #expect(throws: JobStoreError.closed) { try await first.enqueue([job]).get() }
+        let second = try SQLiteJobStore(path: path)
+        #expect(try await second.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == enqueued.map(\.id))
+    }
+
+    @Test func closingTheStoreClosesEveryDescriptorOfItsFiles() async throws {
+        let directory = TemporaryDirectory()
+        let ownDescriptors = { openDescriptorTargets().filter { $0.hasPrefix(directory.url.path) }.count }
+        let store = try SQLiteJobStore(path: directory.path("jobs.sqlite"))
+        _ = try await store.enqueue([job]).get()
+        #expect(ownDescriptors() > 0)
+        try await store.close().get()
+        #expect(ownDescriptors() == 0)
+    }
+
+    @Test func theDatabaseRunsInWALModeWithTheCurrentSchemaVersion() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        let other = try OtherConnection(path)
+        #expect(other.text("PRAGMA journal_mode") == "wal")
+        #expect(other.text("PRAGMA user_version") == "3")
+        store.close()
+    }
+
+    @Test func anOlderSchemaIsMigratedOnOpenKeepingItsJobs() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let first = try SQLiteJobStore(path: path)
+        let kept = try await first.enqueue([job]).get()
+        try await first.close().get()
+        do {
+            // Back to schema version 1, as an older FlowJobs left it.
+            let other = try OtherConnection(path)
+            #expect(other.run(
+                """
+                DROP TABLE flow_queues; ALTER TABLE flow_jobs DROP COLUMN trace_context;
+                ALTER TABLE flow_jobs DROP COLUMN first_attempt_trace_context; PRAGMA user_version = 1
+                """) == SQLITE_OK)
+        }
+        let migrated = try SQLiteJobStore(path: path)
+        #expect(try await migrated.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == kept.map(\.id))
+        try await migrated.setConcurrencyLimit(1, forQueue: "default").get()
+        try await migrated.close().get()
+        let other = try OtherConnection(path)
+        #expect(other.text("PRAGMA user_version") == "3")
+        #expect(other.text("SELECT max_running FROM flow_queues WHERE name = 'default'") == "1")
+    }
+
+    @Test func aMissingDirectoryIsACleanErrorAndAMissingFileCanBeRefused() throws {
+        let directory = TemporaryDirectory()
+        let nowhere = directory.path("no/such/dir/jobs.sqlite")
+        #expect {
+            _ = try SQLiteJobStore(path: nowhere)
+        } throws: { error in
+            if case JobStoreError.cannotOpen(let path, _) = error { return path == nowhere }
+            return false
+        }
+        let missing = directory.path("missing.sqlite")
+        #expect(throws: JobStoreError.self) {
+            _ = try SQLiteJobStore(path: missing, configuration: .init(createsMissingFile: false))
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing), "refusing creates nothing")
+    }
+
+    @Test func aFileThatIsNotADatabaseIsReportedAsCorrupt() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("garbage.sqlite")
+        try Data(repeating: 0x5a, count: 8192).write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try SQLiteJobStore(path: path)
+        } throws: { error in
+            if case JobStoreError.corrupt = error { return true }
+            return false
+        }
+    }
+
+    @Test func aDatabaseFromANewerFlowJobsIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("future.sqlite")
+        do {
+            let other = try OtherConnection(path)
+            other.run("PRAGMA user_version = 99")
+        }
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 3)) {
+            _ = try SQLiteJobStore(path: path)
+        }
+    }
+
+    /// Root writes files whatever their permissions, but not immutable ones.
+    private static let chattr = "/usr/bin/chattr"
+    private static let canMakeReadOnly = geteuid() != 0 || FileManager.default.isExecutableFile(atPath: chattr)
+
+    private static func setReadOnly(_ path: String, _ readOnly: Bool) throws {
+        if geteuid() == 0 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: chattr)
+            process.arguments = [readOnly ? "+i" : "-i", path]
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw TestFailure() }
+        } else {
+            try FileManager.default.setAttributes([.posixPermissions: readOnly ? 0o444 : 0o644], ofItemAtPath: path)
+        }
+    }
+
+    @Test(.enabled(if: canMakeReadOnly, "needs chattr to make a file read-only for root"))
+    func aReadOnlyFileIsRefusedAtOpen() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("readonly.sqlite")
+        try await SQLiteJobStore(path: path).close().get()
+        try Self.setReadOnly(path, true)
+        defer { try? Self.setReadOnly(path, false) }
+        #expect(throws: JobStoreError.readOnly(path: path)) { _ = try SQLiteJobStore(path: path) }
+    }
+
+    @Test func aDatabaseLockedByAnotherConnectionIsRetriedWithBackoffThenWritten() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        // The other connection lets go of the lock at the store's first retry, on the store's writer:
+        // the retry then succeeds, however loaded the machine is.
+        let other = Synchronization.Mutex(try OtherConnection(path))
+        let retries = Synchronization.Mutex(0)
+        let commitCode = Synchronization.Mutex<Int32?>(nil)
+        let store = try SQLiteJobStore(
+            path: path,
+            configuration: .init(busyRetryLimit: 3, busyBackoff: .constant(0.001), onBusyRetry: { _ in
+                if retries.withLock({ count in count += 1; return count }) == 1 {
+                    let code = other.withLock { $0.run("COMMIT") }
+                    commitCode.withLock { $0 = code }
+                }
+            }))
+        #expect(other.withLock { $0.run("BEGIN IMMEDIATE") } == SQLITE_OK)
+        let enqueued = try await store.enqueue([job]).get()
+        #expect(enqueued.count == 1)
+        #expect(retries.withLock { $0 } == 1, "one wait, then the write went through")
+        #expect(commitCode.withLock { $0 } == SQLITE_OK)
+        try await store.close().get()
+    }
+
+    @Test func aDatabaseLockedExclusivelyWhileOpeningFailsWithBusyAfterItsRetries() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let other = try OtherConnection(path)
+        #expect(other.run("CREATE TABLE unrelated (x); BEGIN EXCLUSIVE") == SQLITE_OK)
+        let retries = Synchronization.Mutex(0)
+        #expect {
+            _ = try SQLiteJobStore(
+                path: path,
+                configuration: .init(busyRetryLimit: 2, busyBackoff: .constant(0.001), onBusyRetry: { _ in
+                    retries.withLock { $0 += 1 }
+                }))
+        } throws: { error in
+            if case JobStoreError.busy = error { return true }
+            return false
+        }
+        #expect(retries.withLock { $0 } == 2)
+        #expect(other.run("COMMIT") == SQLITE_OK)
+        #expect(throws: Never.self) { try SQLiteJobStore(path: path).close() }
+    }
+
+    @Test func aDatabaseThatStaysLockedFailsWithBusyAndAddsNothing() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(
+            path: path, configuration: .init(busyRetryLimit: 3, busyBackoff: .constant(0.001)))
+        let other = try OtherConnection(path)
+        #expect(other.run("BEGIN IMMEDIATE") == SQLITE_OK)
+        await #expect {
+            try await store.enqueue([job]).get()
+        } throws: { error in
+            if case JobStoreError.busy = error { return true }
+            return false
+        }
+        #expect(other.run("COMMIT") == SQLITE_OK)
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().isEmpty)
+        store.close()
+    }
+
+    /// Caps the database at the pages it has now, as a full disk would: a write that needs a new page
+    /// fails with SQLITE_FULL. `nil` lifts the cap.
+    private func capDatabaseSize(of store: SQLiteJobStore, atCurrentSize: Bool) async throws {
+        try await store.transaction { transaction in
+            let pages = try transaction.query("PRAGMA page_count", []).first?.first
+            let limit = atCurrentSize ? pages ?? .integer(1) : SQLValue.integer(1_073_741_823)
+            guard case .integer(let count) = limit else { return }
+            _ = try transaction.query("PRAGMA max_page_count = \(count)", [])
+        }.get()
+    }
+
+    @Test func anEnqueueOnAFullDiskFailsWithTheErrorAddsNothingAndTheStoreWorksOnceSpaceReturns() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        let first = try await store.enqueue([job]).get()[0]
+        try await capDatabaseSize(of: store, atCurrentSize: true)
+        // Overflow pages for the payload: more than the capped file holds.
+        let large = NewJob(name: "task", queue: "default", payload: Data(count: 256 * 1024), maxAttempts: 1)
+        await #expect(throws: JobStoreError.diskFull(path: path)) { try await store.enqueue([job, large]).get() }
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == [first.id])
+
+        try await capDatabaseSize(of: store, atCurrentSize: false)
+        let later = try await store.enqueue([large]).get()
+        let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        #expect(records.map(\.id) == [first.id, later[0].id] && records[1].payload.count == 256 * 1024)
+        try await store.close().get()
+        // Reopened, the file holds exactly the jobs whose enqueues succeeded.
+        let reopened = try SQLiteJobStore(path: path)
+        #expect(try await reopened.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == [first.id, later[0].id])
+        try await reopened.close().get()
+    }
+
+    @Test func aFullDiskFailsOnlyTheEnqueueThatNeededSpaceNotTheOthersOfItsCommit() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        _ = try await store.enqueue([job]).get()
+        try await capDatabaseSize(of: store, atCurrentSize: true)
+        // Hold the writer inside a transaction until both enqueues are queued: they then run in one batch.
+        let holding = DispatchSemaphore(value: 0)
+        let holdingStarted = DispatchSemaphore(value: 0)
+        let held = store.transaction { _ in
+            holdingStarted.signal()
+            holding.wait()
+        }
+        holdingStarted.wait()
+        let small = store.enqueue([job])
+        let large = store.enqueue([NewJob(name: "task", queue: "default", payload: Data(count: 256 * 1024), maxAttempts: 1)])
+        holding.signal()
+        try await held.get()
+        let smallJob = try await small.get()
+        await #expect(throws: JobStoreError.diskFull(path: path)) { try await large.get() }
+        let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        #expect(records.count == 2 && records.last?.id == smallJob[0].id)
+        try await store.close().get()
+    }
+
+    @Test func readsCompleteWhileTheWriterIsBusyInATransactionAndSeeTheLastCommit() async throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteJobStore(path: directory.path("jobs.sqlite"))
+        let committed = try await store.enqueue([job]).get()[0]
+        // The writer holds a transaction with an uncommitted job until the reads are done (or, should a
+        // read wait behind it, until the hang guard lets it go, which the test then reports).
+        let release = DispatchSemaphore(value: 0)
+        let holding = DispatchSemaphore(value: 0)
+        let released = Synchronization.Mutex(false)
+        let held = store.transaction { transaction in
+            try transaction.enqueue(job)
+            holding.signal()
+            release.wait()
+        }
+        holding.wait()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(hangGuardSeconds)) {
+            released.withLock { $0 = true }
+            release.signal()
+        }
+        let one = try await store.job(committed.id).get()
+        let all = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        let counts = try await store.counts().get()
+        #expect(released.withLock { !$0 }, "the reads completed while the writer's transaction was open")
+        #expect(one?.id == committed.id && all.map(\.id) == [committed.id], "the uncommitted job is not seen")
+        #expect(counts == [.available: 1])
+        release.signal()
+        try await held.get()
+        #expect(try await store.counts().get() == [.available: 2])
+        try await store.close().get()
+        await #expect(throws: JobStoreError.closed) { try await store.job(committed.id).get() }
+    }
+
+    @Test func countsAreByStateInEveryQueueOrInOne() async throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteJobStore(path: directory.path("jobs.sqlite"))
+        let later = NewJob(
+            name: "task", queue: "other", payload: Data(), runAt: Date().addingTimeInterval(3600), maxAttempts: 1)
+        let enqueued = try await store.enqueue([job, job, later]).get()
+        #expect(try await store.cancel(enqueued[0].id).get() == .cancelled)
+        #expect(try await store.counts().get() == [.available: 1, .cancelled: 1, .scheduled: 1])
+        #expect(try await store.counts(queue: "other").get() == [.scheduled: 1])
+        #expect(try await store.counts(queue: "none").get().isEmpty)
+        let inMemory = try SQLiteJobStore.inMemory()
+        _ = try await inMemory.enqueue([job]).get()
+        #expect(try await inMemory.counts().get() == [.available: 1], "in memory, reads go through the writer")
+        try await store.close().get()
+    }
+
+    @Test func aJobEnqueuedThroughTheCallersOwnConnectionExistsOnlyIfTheirTransactionCommits() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        let heard = Synchronization.Mutex<[JobStoreNotification]>([])
+        let observation = store.observe { notification in heard.withLock { $0.append(notification) } }
+        defer { observation.dispose() }
+        let own = try OtherConnection(path)
+        #expect(own.run("CREATE TABLE orders (id INTEGER PRIMARY KEY)") == SQLITE_OK)
+
+        #expect(own.run("BEGIN IMMEDIATE") == SQLITE_OK)
+        own.run("INSERT INTO orders VALUES (1)")
+        try store.enqueue(job, inTransactionOf: own.handle)
+        #expect(own.run("ROLLBACK") == SQLITE_OK)
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().isEmpty)
+
+        #expect(own.run("BEGIN IMMEDIATE") == SQLITE_OK)
+        own.run("INSERT INTO orders VALUES (2)")
+        let enqueued = try store.enqueue(job, inTransactionOf: own.handle)
+        #expect(own.run("COMMIT") == SQLITE_OK)
+        store.didCommitEnqueues(inQueues: ["default"])
+        let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
+        #expect(records.map(\.id) == [enqueued.id] && records[0].state == .available)
+        #expect(own.text("SELECT group_concat(id) FROM orders") == "2")
+        #expect(heard.withLock { $0 } == [.enqueued(queues: ["default"])])
+        try await store.close().get()
+    }
+
+    @Test func aPayloadThatCannotBeEncodedFailsTheEnqueueAndAddsNothing() async throws {
+        struct Unencodable: Codable, Sendable {
+            func encode(to encoder: any Encoder) throws { throw TestFailure() }
+            init() {}
+            init(from decoder: any Decoder) throws { throw TestFailure() }
+        }
+        let store = try SQLiteJobStore.inMemory()
+        let client = JobClient(store: store)
+        await #expect(throws: TestFailure.self) {
+            try await client.enqueue(JobKind<Unencodable>(name: "bad"), Unencodable()).get()
+        }
+        #expect(try await store.jobs(state: nil, queue: nil, limit: 10).get().isEmpty)
+    }
+
+    @Test func aHandleOfAnUnknownJobSaysSo() async throws {
+        let store = try SQLiteJobStore.inMemory()
+        let client = JobClient(store: store)
+        await #expect(throws: JobHandleError.notFound(JobID(rawValue: 77))) {
+            try await client.handle(for: JobID(rawValue: 77)).finished().get()
+        }
+    }
+}
