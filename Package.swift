@@ -20,6 +20,8 @@ let package = Package(
         // Durable jobs on an embedded SQLite store: a product of its own, so that `import Flow` alone
         // builds and links no SQLite.
         .library(name: "FlowJobs", targets: ["FlowJobs"]),
+        // `swift run flow-jobs`: lists, inspects, retries, cancels, discards and purges a job database's jobs.
+        .executable(name: "flow-jobs", targets: ["flow-jobs"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
@@ -92,6 +94,12 @@ let package = Package(
             dependencies: ["Flow", "FlowTimers", "CSQLite", .product(name: "Logging", package: "swift-log")]
         ),
 
+        // The job database's command-line tool.
+        .executableTarget(
+            name: "flow-jobs",
+            dependencies: ["Flow", "FlowJobs", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+
         // Programs: `swift run <Name>`.
         .executableTarget(
             name: "Tour",
@@ -151,6 +159,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/RetryJob"
+        ),
+        .executableTarget(
+            name: "JobRunner",
+            dependencies: [
+                "Flow", "FlowJobs", "FlowSystem", "FlowTimers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/JobRunner"
         ),
         .executableTarget(
             name: "Supervisor",
@@ -233,6 +249,11 @@ let package = Package(
                 "FlowJobs", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The job tool and the JobRunner example, run as processes on databases the tests prepare.
+        .testTarget(
+            name: "FlowJobsToolTests",
+            dependencies: ["FlowJobs", "Flow", "FlowTestSupport", "flow-jobs", "JobRunner"]
         ),
         .testTarget(
             name: "FlowSystemTests",
