@@ -176,6 +176,13 @@ let package = Package(
             path: "Examples/Supervisor"
         ),
 
+        // Issue #37's multi-process crash test: a controller, a driver and worker processes (Scripts/jobs-crash-test).
+        .executableTarget(
+            name: "JobsCrashProbe",
+            dependencies: ["Flow", "FlowJobs", "FlowSystem", "CSQLite"],
+            path: "Tests/Probes/JobsCrashProbe"
+        ),
+
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
         .executableTarget(name: "HTTPRequestFuzzer", dependencies: ["HTTPParsing"], path: "Fuzz/HTTPRequestFuzzer"),
 
