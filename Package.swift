@@ -94,12 +94,6 @@ let package = Package(
             dependencies: ["Flow", "FlowTimers", "CSQLite", .product(name: "Logging", package: "swift-log")]
         ),
 
-        // The job database's command-line tool.
-        .executableTarget(
-            name: "flow-jobs",
-            dependencies: ["Flow", "FlowJobs", .product(name: "ArgumentParser", package: "swift-argument-parser")]
-        ),
-
         // Programs: `swift run <Name>`.
         .executableTarget(
             name: "Tour",
@@ -167,6 +161,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/JobRunner"
+        ),
+        // The job database's command-line tool, `swift run flow-jobs` (a product: see above).
+        .executableTarget(
+            name: "flow-jobs",
+            dependencies: ["Flow", "FlowJobs", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/flow-jobs"
         ),
         .executableTarget(
             name: "Supervisor",
