@@ -20,6 +20,8 @@ let package = Package(
         // Durable jobs on an embedded SQLite store: a product of its own, so that `import Flow` alone
         // builds and links no SQLite.
         .library(name: "FlowJobs", targets: ["FlowJobs"]),
+        // `swift run flow-jobs`: lists, inspects, retries, cancels, discards and purges a job database's jobs.
+        .executable(name: "flow-jobs", targets: ["flow-jobs"]),
     ],
     dependencies: [
         // `swift package generate-documentation` for the DocC catalogs.
@@ -160,11 +162,32 @@ let package = Package(
             path: "Examples/RetryJob"
         ),
         .executableTarget(
+            name: "JobRunner",
+            dependencies: [
+                "Flow", "FlowJobs", "FlowSystem", "FlowTimers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/JobRunner"
+        ),
+        // The job database's command-line tool, `swift run flow-jobs` (a product: see above).
+        .executableTarget(
+            name: "flow-jobs",
+            dependencies: ["Flow", "FlowJobs", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/flow-jobs"
+        ),
+        .executableTarget(
             name: "Supervisor",
             dependencies: [
                 "Flow", "FlowSystem", "FlowTimers", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/Supervisor"
+        ),
+
+        // Issue #37's multi-process crash test: a controller, a driver and worker processes (Scripts/jobs-crash-test).
+        .executableTarget(
+            name: "JobsCrashProbe",
+            dependencies: ["Flow", "FlowJobs", "FlowSystem", "CSQLite"],
+            path: "Tests/Probes/JobsCrashProbe"
         ),
 
         // A libFuzzer target for HTTPParsing (Scripts/fuzz); a plain build replays the seed corpus.
@@ -253,6 +276,11 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // The job tool and the JobRunner example, run as processes on databases the tests prepare.
+        .testTarget(
+            name: "FlowJobsToolTests",
+            dependencies: ["FlowJobs", "Flow", "FlowTestSupport", "flow-jobs", "JobRunner"]
         ),
         .testTarget(
             name: "FlowSystemTests",

@@ -74,6 +74,17 @@ let package = Package(
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
             ]
         ),
+        // J1-J5's plain-loop anchor: FlowJobs' SQL statements in a C loop straight on sqlite3.
+        .target(name: "CSQLiteJobsReference", linkerSettings: [.linkedLibrary("sqlite3")]),
+        // J1-J5: FlowJobs' store and worker (Benchmarks/jobs runs them beside the anchors).
+        .executableTarget(
+            name: "JobsBenchmarks",
+            dependencies: [
+                "CSQLiteJobsReference",
+                .product(name: "Flow", package: flowPackage),
+                .product(name: "FlowJobs", package: flowPackage),
+            ]
+        ),
         // P10-limit's reference: the same keep-alive hello server in C on libuv, one loop.
         .executableTarget(name: "CHTTPHello", linkerSettings: [.linkedLibrary("uv")]),
         // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.

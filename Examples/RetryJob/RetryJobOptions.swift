@@ -7,7 +7,11 @@ import Logging
 struct RetryJobOptions: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "RetryJob",
-        abstract: "Fetches a report from a flaky in-process service, retrying with exponential backoff and jitter.")
+        abstract: "Fetches a report from a flaky in-process service, retrying with exponential backoff and jitter.",
+        discussion: """
+            The retries live in this process's memory. For retries that must survive a crash or a restart, \
+            see `swift run JobRunner`: durable jobs in an SQLite database, with the same backoff.
+            """)
 
     @Option(help: "How many attempts the service makes fail before it answers.")
     var failFirst = 3

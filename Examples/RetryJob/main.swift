@@ -5,6 +5,8 @@
 //
 //     swift run RetryJob                      # succeeds on the 4th attempt
 //     swift run RetryJob --fail-first 9       # gives up after 5 retries, exits with status 1
+//
+// Its retries live in memory; JobRunner (Examples/JobRunner) keeps them in a database, across restarts.
 
 import Flow
 import FlowLogging
