@@ -3,11 +3,11 @@ import Flow
 import FlowTestSupport
 import Testing
 
-/// The completion callback of `Future { completion in ... }` captures a handle that lives in the
-/// future's own memory: it keeps the future until its first call, then only the memory, until the
-/// callback itself is released. These tests hold the callback past the future's life, call it from
-/// several threads at once, and release it uncalled on another thread; AddressSanitizer and
-/// LeakSanitizer (in CI) check that the memory is neither used after it is freed nor kept.
+/// The completion callback of `Future { completion in ... }` captures a handle that keeps the future
+/// until the callback's first call, and tells the future if the callback is released uncalled. These
+/// tests hold the callback past the future's life, call it from several threads at once, and release
+/// it uncalled on another thread; AddressSanitizer and LeakSanitizer (in CI) check that the memory is
+/// neither used after it is freed nor kept.
 @Suite("Completion handles", .checksLiveFutures)
 struct CompletionHandleTests {
     /// A callback kept by the operation's closure: the future keeps the closure (for repetition),

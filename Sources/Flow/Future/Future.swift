@@ -59,18 +59,10 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // in other modules would go through dynamically dispatched accessors; exclusivity is the lock's
     // job, so the runtime's dynamic checks are skipped.
     //
-    // The order is the layout, and every future pays for these bytes (release build, measured with
-    // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the storage (24), the recipe
-    // (24), the state word (8), which holds the lock, the flags and the slot object, and the
-    // completion handle's header (16), which a derived future uses for its upstream: 88 bytes, a
-    // 96-byte malloc chunk, for either kind. Before the handle moved in, a future was 72 bytes (an
-    // 80-byte chunk) with a handle of its own (a 32-byte chunk), and a derived future 80 bytes (a
-    // 96-byte chunk) with its upstream in a field. Before that, the state had a word of its own next
-    // to the lock's and the storage was an `Any` of four words (80 bytes, a 96-byte chunk); before
-    // that the operation's disposable had a field (88 bytes), the first continuation too (104 bytes,
-    // a 112-byte chunk), and before that a future took 120 bytes (a 128-byte chunk): the flags had
-    // bytes of their own, the recipe an enum tag and its padding, and the other continuations an
-    // array field that most futures leave empty.
+    // The order is the layout (``FutureLayout`` states what the code assumes of it and checks it):
+    // the object header, the storage (3 words), the recipe (3 words) and the state word, which holds
+    // the lock, the flags and the slot object: 72 bytes, an 80-byte malloc chunk. A ``ChainedFuture``
+    // adds its upstream and its step scheduler's identity.
 
     /// Three words that hold, by the flags (``FutureStateBits``): the first continuation while pending
     /// (``lockedFirstListener``); a ``Forever`` future's continuation count; the result once
@@ -106,22 +98,6 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     /// user code. Only the holder writes the word while it is locked, so its writes are plain stores.
     @usableFromInline
     let stateWord = Atomic<UInt>(0)
-
-    /// Two words for the object header of the future's completion handle (``CompletionHandle``), if
-    /// it is made from an operation: the object its completion callback captures lives in the
-    /// future's own memory, so that such a future is one allocation (a token of its own was 24
-    /// bytes, a 32-byte chunk, per operation). A ``ChainedFuture``, which has no operation, keeps its
-    /// upstream in the first word and its step scheduler's identity in the second. At
-    /// ``FLOW_COMPLETION_HANDLE_OFFSET`` from the object's start (the order of the fields is their
-    /// layout; the initialiser checks it in debug builds).
-    @usableFromInline @exclusivity(unchecked)
-    final var handleWords = FutureHandleWords()
-
-    /// The address of ``handleWords``, from the object's, like ``recipeSlotAddress``.
-    @inlinable
-    final var handleAddress: UnsafeMutableRawPointer {
-        Unmanaged.passUnretained(self).toOpaque() + Int(FLOW_COMPLETION_HANDLE_OFFSET)
-    }
 
     /// The address of ``recipeSlot``, from the object's: after the object header and
     /// ``storageWords`` (the order of the fields is their layout; the initialiser checks it in debug
@@ -456,8 +432,6 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         liveCountScope?.increment()
         #endif
         assert(recipeSlotAddress == withUnsafeMutablePointer(to: &recipeSlot) { UnsafeMutableRawPointer($0) },
-               "a future's fields are not laid out in the order they are declared")
-        assert(handleAddress == withUnsafeMutablePointer(to: &handleWords) { UnsafeMutableRawPointer($0) },
                "a future's fields are not laid out in the order they are declared")
         assert(storageWordsAddress == withUnsafeMutablePointer(to: &storageWords) { UnsafeMutableRawPointer($0) },
                "a future's fields are not laid out in the order they are declared")
@@ -1005,16 +979,6 @@ struct FutureStorageWords {
     static func holdsInPlace<Value>(_ type: Value.Type) -> Bool {
         MemoryLayout<Value>.size <= 3 * MemoryLayout<UInt>.size && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
     }
-}
-
-/// The two words of a future's ``Future/handleWords``.
-@usableFromInline
-struct FutureHandleWords {
-    @usableFromInline var first: UInt = 0
-    @usableFromInline var second: UInt = 0
-
-    @inlinable
-    init() {}
 }
 
 /// A successful value too large for a future's ``Future/storageWords``, kept out of line.
