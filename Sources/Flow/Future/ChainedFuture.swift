@@ -2,8 +2,7 @@
 /// closure is stored as given, so deriving a future allocates nothing beyond the future itself.
 ///
 /// Every case starts with the scheduler, a class reference: Swift keeps the case in that reference's
-/// spare bits, so a step takes 24 bytes. A step enum (17 bytes with its tag, 24 with padding) next to
-/// a scheduler field took 32.
+/// spare bits, so a step takes 24 bytes, as a recipe does.
 @usableFromInline
 enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
     case map(Scheduler, @Sendable (Input) throws -> Output)
@@ -56,11 +55,11 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     @usableFromInline @exclusivity(unchecked)
     var upstreamObject: AnyObject?
 
-    /// The ``Scheduler/identity`` of the step's scheduler, as bits (see
-    /// ``ThreadContext/currentSchedulerHasIdentity(_:)``): the usual completion, on that scheduler,
-    /// reads no scheduler out of the step.
+    /// The ``Scheduler/identity`` of the step's scheduler: the usual completion, on that scheduler,
+    /// is told by it (``ThreadContext/currentSchedulerHasIdentity(_:)``) without reading the
+    /// scheduler out of the step.
     @usableFromInline
-    let stepSchedulerIdentity: UInt
+    let stepSchedulerIdentity: ObjectIdentifier
 
     /// The future this one derives from.
     @inlinable
@@ -72,7 +71,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
     /// (``Future/recipeSlot``), which a derived future has no other use for: a step, like a
     /// recipe, is a scheduler and a closure, 24 bytes whatever the types (see ``ChainStep``). Read in
     /// place: a `switch` over `pointee` borrows the step, where reading a copy would retain and
-    /// release its scheduler and closure (100 instructions per link in Benchmarks P2).
+    /// release its scheduler and closure.
     @inlinable
     var stepAddress: UnsafeMutablePointer<ChainStep<Input, Output>> {
         recipeSlotAddress.assumingMemoryBound(to: ChainStep<Input, Output>.self)
@@ -110,9 +109,9 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         file: StaticString, line: UInt
     ) {
         upstreamObject = upstream
-        stepSchedulerIdentity = UInt(bitPattern: schedulerIdentity)
+        stepSchedulerIdentity = schedulerIdentity
         super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
-        assert(MemoryLayout<ChainStep<Input, Output>>.size == MemoryLayout<OperationRecipe<Never>?>.size)
+        FutureLayout.checkStepFitsRecipeSlot(ChainStep<Input, Output>.self)
         // Over the `nil` the base initialiser stored, which needs no destroying.
         stepAddress.initialize(to: step)
     }
@@ -153,7 +152,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         // The usual case, the step's scheduler running this thread's work, is told by the identity
         // kept beside the upstream: reading the scheduler out of the step retains and releases it.
         let context = ThreadContext.current
-        if context.currentSchedulerHasIdentity(stepSchedulerIdentity) || scheduler.isImmediate(in: context) {
+        if context.currentSchedulerHasIdentity(UInt(bitPattern: stepSchedulerIdentity)) || scheduler.isImmediate(in: context) {
             run(result)
         } else {
             scheduler.enqueue { [self] in run(result) }
@@ -285,7 +284,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
     override func makeFresh() -> Future<Output> {
         ChainedFuture.make(
-            upstream.makeFresh(), unsafeBitCast(stepSchedulerIdentity, to: ObjectIdentifier.self), step,
+            upstream.makeFresh(), stepSchedulerIdentity, step,
             file: "(repetition)", line: 0)
     }
 }

@@ -99,7 +99,7 @@ extension Future {
     /// into the recipe: reading it back would retain and release it), else on it. `call` calls the
     /// operation directly, as the initialiser received it, rather than through the recipe's stored
     /// copy: in code specialised at the caller, that skips the recipe's switch and its generic
-    /// closure representation (about 140 instructions per future).
+    /// closure representation.
     @inlinable
     final func startFirstRun(
         isImmediate: Bool, in context: ThreadContext,
@@ -213,8 +213,7 @@ public final class Mover: Sendable {
 /// future itself: a separate object would cost an allocation for every future made from an operation.
 ///
 /// Every case starts with the scheduler, a class reference: Swift keeps the case in that reference's
-/// spare bits, so the recipe takes 24 bytes, optional or not. A struct of the scheduler and an enum of
-/// the operations took 25, which padding made 32 in the future.
+/// spare bits, so the recipe takes 24 bytes, optional or not.
 @usableFromInline
 enum OperationRecipe<Value: Sendable>: Sendable {
     case plain(Scheduler, @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
