@@ -64,8 +64,10 @@ struct CompletionHandleTests {
                 .map(on: .none) { $0 * 10 }
                 .onValue(on: .none) { value in values.mutate { $0.append(value) } }
         }
-        // Nobody holds the chain but the callback.
+        // Nobody holds the chain but the callback. (Live futures are counted in debug builds only.)
+        #if DEBUG
         #expect(count.value == 3)
+        #endif
         kept.callback?(.success(4))
         #expect(values.value == [40])
         #expect(count.value == 0)
@@ -115,7 +117,9 @@ struct CompletionHandleTests {
                     .map(on: .none) { $0 + 1 }
                     .onValue(on: .none) { _ in told.mutate { $0 += 1 } }
             }
-            #expect(count.value == 3)
+            #if DEBUG
+            #expect(count.value == 3)  // live futures are counted in debug builds only
+            #endif
             let released = DispatchSemaphore(value: 0)
             DispatchQueue.global().async {
                 kept.callback = nil
