@@ -3,11 +3,11 @@ import Flow
 import FlowTestSupport
 import Testing
 
-/// The completion callback of `Future { completion in ... }` captures a handle that lives in the
-/// future's own memory: it keeps the future until its first call, then only the memory, until the
-/// callback itself is released. These tests hold the callback past the future's life, call it from
-/// several threads at once, and release it uncalled on another thread; AddressSanitizer and
-/// LeakSanitizer (in CI) check that the memory is neither used after it is freed nor kept.
+/// The completion callback of `Future { completion in ... }` captures a handle that keeps the future
+/// until the callback's first call, and tells the future if the callback is released uncalled. These
+/// tests hold the callback past the future's life, call it from several threads at once, and release
+/// it uncalled on another thread; AddressSanitizer and LeakSanitizer (in CI) check that the memory is
+/// neither used after it is freed nor kept.
 @Suite("Completion handles", .checksLiveFutures)
 struct CompletionHandleTests {
     /// A callback kept by the operation's closure: the future keeps the closure (for repetition),
@@ -64,8 +64,10 @@ struct CompletionHandleTests {
                 .map(on: .none) { $0 * 10 }
                 .onValue(on: .none) { value in values.mutate { $0.append(value) } }
         }
-        // Nobody holds the chain but the callback.
+        // Nobody holds the chain but the callback. (Live futures are counted in debug builds only.)
+        #if DEBUG
         #expect(count.value == 3)
+        #endif
         kept.callback?(.success(4))
         #expect(values.value == [40])
         #expect(count.value == 0)
@@ -115,7 +117,9 @@ struct CompletionHandleTests {
                     .map(on: .none) { $0 + 1 }
                     .onValue(on: .none) { _ in told.mutate { $0 += 1 } }
             }
-            #expect(count.value == 3)
+            #if DEBUG
+            #expect(count.value == 3)  // live futures are counted in debug builds only
+            #endif
             let released = DispatchSemaphore(value: 0)
             DispatchQueue.global().async {
                 kept.callback = nil

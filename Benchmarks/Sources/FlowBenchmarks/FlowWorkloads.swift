@@ -31,8 +31,8 @@ enum FlowWorkloads {
 
     // MARK: P1: promise + 1 map + completion, on the loop
 
-    // Expected allocations per operation: the future (its recipe and its completion callback's
-    // handle live in it) and the mapped future.
+    // Expected allocations per operation: the future (its recipe lives in it), its completion
+    // callback's handle and the mapped future.
     static func promiseMapComplete(_ reporter: Reporter) {
         reporter.measure(operations: 1_000_000) { operations, stopwatch in
             onNewLoop { _ in
@@ -275,7 +275,7 @@ enum FlowWorkloads {
             pendingCompletions = []
         }
 
-        // The same future with no continuation: the root future and its completion token.
+        // The same future with no continuation: the root future and its completion callback's handle.
         nonisolated(unsafe) var bareGrowth = HeapGrowth()
         pendingCompletions = []
         pendingCompletions.reserveCapacity(count)
@@ -309,7 +309,7 @@ enum FlowWorkloads {
     }
 
     /// Prints the malloc chunk of each object of a pending future with one `onValue`, for the byte
-    /// budget in BENCHMARKS.md (not a result line: `run` ignores it). The completion token is not
+    /// budget in BENCHMARKS.md (not a result line: `run` ignores it). The completion handle is not
     /// reachable from here: it is the rest of "pending future without continuation".
     private static func printObjectSizes() {
         func chunk(_ object: AnyObject) -> UInt64 {

@@ -2,8 +2,7 @@
 /// closure is stored as given, so deriving a future allocates nothing beyond the future itself.
 ///
 /// Every case starts with the scheduler, a class reference: Swift keeps the case in that reference's
-/// spare bits, so a step takes 24 bytes. A step enum (17 bytes with its tag, 24 with padding) next to
-/// a scheduler field took 32.
+/// spare bits, so a step takes 24 bytes, as a recipe does.
 @usableFromInline
 enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
     case map(Scheduler, @Sendable (Input) throws -> Output)
@@ -40,31 +39,39 @@ enum ChainStep<Input: Sendable, Output: Sendable>: Sendable {
 /// It is itself the upstream's listener, so a continuation costs one object.
 @usableFromInline
 final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, FutureListener, @unchecked Sendable {
-    // @unchecked Sendable: `upstream` and the step (in the recipe slot) are written once, before the
-    // future is shared; `lockedInner` is guarded by the inherited lock.
+    // @unchecked Sendable: the upstream, the step's scheduler identity and the step (in the recipe
+    // slot) are written once, before the future is shared, and the upstream is taken out only by the
+    // deinitialiser; `lockedInner` is guarded by the inherited lock.
     //
-    // Layout: the base future's 88 bytes, the upstream and the step scheduler's identity in its
-    // handle words: a 96-byte malloc chunk. The step, with its scheduler, takes the recipe slot, which
-    // a derived future has no other use for, and a flatMap's inner future the state word's slot,
-    // which holds an operation's disposable in a future made from one. With the step in a field of its own this was 120 bytes, a 128-byte
-    // chunk (144 while the base future kept its first continuation in a field of its own; 176 with a
-    // scheduler field, the step's tag and padding, and a field for the inner future).
+    // Layout: the base future's fields, then the upstream and the step scheduler's identity (88
+    // bytes, a 96-byte malloc chunk). The step, with its scheduler, takes the recipe slot, which a
+    // derived future has no other use for, and a flatMap's inner future the state word's slot, which
+    // holds an operation's disposable in a future made from one (see ``FutureLayout``).
 
     /// The future this one derives from, kept for repetition (a fresh run re-derives from a fresh
-    /// upstream) and for cancellation: retained, in the first of the base future's
-    /// ``Future/handleWords``, which only a future made from an operation uses otherwise. A field of
-    /// its own would make a derived future 88 bytes, a 112-byte malloc chunk instead of 96. The
-    /// second word holds the ``Scheduler/identity`` of the step's scheduler.
+    /// upstream) and for cancellation. Typed `AnyObject` so that the unspecialised deinitialiser,
+    /// which hands a last reference to the thread's release queue, needs no metadata of
+    /// `Future<Input>`.
+    @usableFromInline @exclusivity(unchecked)
+    var upstreamObject: AnyObject?
+
+    /// The ``Scheduler/identity`` of the step's scheduler: the usual completion, on that scheduler,
+    /// is told by it (``ThreadContext/currentSchedulerHasIdentity(_:)``) without reading the
+    /// scheduler out of the step.
+    @usableFromInline
+    let stepSchedulerIdentity: ObjectIdentifier
+
+    /// The future this one derives from.
     @inlinable
     var upstream: Future<Input> {
-        Unmanaged<Future<Input>>.fromOpaque(UnsafeRawPointer(bitPattern: handleWords.first)!).takeUnretainedValue()
+        unsafeDowncast(upstreamObject.unsafelyUnwrapped, to: Future<Input>.self)
     }
 
     /// What this future does with its upstream's result, kept in the base future's recipe slot
     /// (``Future/recipeSlot``), which a derived future has no other use for: a step, like a
     /// recipe, is a scheduler and a closure, 24 bytes whatever the types (see ``ChainStep``). Read in
     /// place: a `switch` over `pointee` borrows the step, where reading a copy would retain and
-    /// release its scheduler and closure (100 instructions per link in Benchmarks P2).
+    /// release its scheduler and closure.
     @inlinable
     var stepAddress: UnsafeMutablePointer<ChainStep<Input, Output>> {
         recipeSlotAddress.assumingMemoryBound(to: ChainStep<Input, Output>.self)
@@ -101,10 +108,10 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         upstream: Future<Input>, schedulerIdentity: ObjectIdentifier, step: consuming ChainStep<Input, Output>,
         file: StaticString, line: UInt
     ) {
+        upstreamObject = upstream
+        stepSchedulerIdentity = schedulerIdentity
         super.init(initialResult: nil, file: file, line: line, countedLike: upstream.liveCount)
-        handleWords.first = UInt(bitPattern: Unmanaged.passRetained(upstream).toOpaque())
-        handleWords.second = UInt(bitPattern: schedulerIdentity)
-        assert(MemoryLayout<ChainStep<Input, Output>>.size == MemoryLayout<OperationRecipe<Never>?>.size)
+        FutureLayout.checkStepFitsRecipeSlot(ChainStep<Input, Output>.self)
         // Over the `nil` the base initialiser stored, which needs no destroying.
         stepAddress.initialize(to: step)
     }
@@ -134,16 +141,9 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         }
         // Releasing the last reference to a long chain must not recurse: move it to the thread's
         // release queue. Shared upstreams are simply released.
-        // The word read in place as the reference it holds, typed `AnyObject` so that this
-        // unspecialised code does not look up `Future<Input>`'s metadata: a copy would be a second
-        // reference, and the check would always fail.
-        let slot = handleAddress.assumingMemoryBound(to: AnyObject?.self)
-        guard isKnownUniquelyReferenced(&slot.pointee) else {
-            slot.pointee = nil
-            return
-        }
+        guard isKnownUniquelyReferenced(&upstreamObject) else { return }
         let context = ThreadContext.current
-        context.pendingReleases.append(slot.pointee.take()!)
+        context.pendingReleases.append(upstreamObject.take()!)
         context.drainPendingReleases()
     }
 
@@ -152,7 +152,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
         // The usual case, the step's scheduler running this thread's work, is told by the identity
         // kept beside the upstream: reading the scheduler out of the step retains and releases it.
         let context = ThreadContext.current
-        if context.currentSchedulerHasIdentity(handleWords.second) || scheduler.isImmediate(in: context) {
+        if context.currentSchedulerHasIdentity(UInt(bitPattern: stepSchedulerIdentity)) || scheduler.isImmediate(in: context) {
             run(result)
         } else {
             scheduler.enqueue { [self] in run(result) }
@@ -284,7 +284,7 @@ final class ChainedFuture<Input: Sendable, Output: Sendable>: Future<Output>, Fu
 
     override func makeFresh() -> Future<Output> {
         ChainedFuture.make(
-            upstream.makeFresh(), unsafeBitCast(handleWords.second, to: ObjectIdentifier.self), step,
+            upstream.makeFresh(), stepSchedulerIdentity, step,
             file: "(repetition)", line: 0)
     }
 }

@@ -1,4 +1,3 @@
-import CFlowSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -100,7 +99,7 @@ extension Future {
     /// into the recipe: reading it back would retain and release it), else on it. `call` calls the
     /// operation directly, as the initialiser received it, rather than through the recipe's stored
     /// copy: in code specialised at the caller, that skips the recipe's switch and its generic
-    /// closure representation (about 140 instructions per future).
+    /// closure representation.
     @inlinable
     final func startFirstRun(
         isImmediate: Bool, in context: ThreadContext,
@@ -110,7 +109,7 @@ extension Future {
             OperationRunner.start(self, recipeStorage!, isRepetition: false)
             return
         }
-        let callback = makeCompletionCallback(failsWhenAbandoned: false)
+        let callback = makeCompletionCallback()
         do {
             setDisposable(try call(callback))
         } catch {
@@ -214,8 +213,7 @@ public final class Mover: Sendable {
 /// future itself: a separate object would cost an allocation for every future made from an operation.
 ///
 /// Every case starts with the scheduler, a class reference: Swift keeps the case in that reference's
-/// spare bits, so the recipe takes 24 bytes, optional or not. A struct of the scheduler and an enum of
-/// the operations took 25, which padding made 32 in the future.
+/// spare bits, so the recipe takes 24 bytes, optional or not.
 @usableFromInline
 enum OperationRecipe<Value: Sendable>: Sendable {
     case plain(Scheduler, @Sendable (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable)
@@ -238,12 +236,11 @@ enum OperationRecipe<Value: Sendable>: Sendable {
             let disposable: Disposable
             switch self {
             case .plain(_, let operation):
-                disposable = try operation(future.makeCompletionCallback(failsWhenAbandoned: false))
+                disposable = try operation(future.makeCompletionCallback())
             case .withMover(_, let operation):
-                disposable = try operation(
-                    future.makeCompletionCallback(failsWhenAbandoned: false), isRepetition ? .repetition : .firstRun)
+                disposable = try operation(future.makeCompletionCallback(), isRepetition ? .repetition : .firstRun)
             case .failingIfAbandoned(_, let operation):
-                disposable = try operation(future.makeCompletionCallback(failsWhenAbandoned: true))
+                disposable = try operation(future.makeCompletionCallback())
             }
             future.setDisposable(disposable)
         } catch {
@@ -274,28 +271,28 @@ enum OperationRunner {
 
 extension Future {
     /// Makes this future's completion callback and the handle it captures (see
-    /// ``CompletionHandle``): once, when the operation runs.
+    /// ``CompletionHandle``): once, each time the operation runs.
     @inlinable
-    final func makeCompletionCallback(failsWhenAbandoned: Bool) -> @Sendable (Result<Value>) -> Void {
-        assert(handleWords.first == 0, "a future's operation ran twice")
-        flow_completion_handle_initialize(handleAddress, failsWhenAbandoned ? 1 : 0)
-        // The header's one reference goes to the closure, which is made here so that it takes it over.
-        let handle = Unmanaged<CompletionHandle>.fromOpaque(handleAddress).takeRetainedValue()
+    final func makeCompletionCallback() -> @Sendable (Result<Value>) -> Void {
+        // The closure captures the handle alone, so the handle is the closure's context: the
+        // callback costs the handle's allocation and no other.
+        let handle = CompletionHandle(completing: self)
         return { handle.complete(with: $0) }
     }
 
     /// The operation released its completion callback uncalled: a future the library's operations
-    /// made (`failing`) fails with ``FutureAbandonedError``; any other stays pending for good, as in
-    /// Flow, and becomes a ``Forever`` future, which frees the chain nobody holds any more; debug
-    /// builds report it.
-    final func completionAbandoned(failing: Bool) {
+    /// made (``failingIfAbandoned(on:file:line:_:)``, whose recipe says so) fails with
+    /// ``FutureAbandonedError``; any other stays pending for good, as in Flow, and becomes a
+    /// ``Forever`` future, which frees the chain nobody holds any more; debug builds report it.
+    final func completionAbandoned() {
         guard !isCompleted else { return }
         #if DEBUG
         let site = creationSite
         #else
         let site = "(creation sites are recorded in debug builds)"
         #endif
-        if failing {
+        // The recipe was written before the operation first ran, and never changes.
+        if case .failingIfAbandoned = recipeStorage {
             complete(with: .failure(FutureAbandonedError(creationSite: site)))
             return
         }
@@ -306,66 +303,61 @@ extension Future {
     }
 }
 
-/// A future whose completion callback can be released uncalled, seen without its value type: the
-/// runtime tells a handle's release (`flow_completion_handle_abandoned`) in code that does not know
-/// it.
+/// A future whose completion callback can be released uncalled, seen without its value type: a
+/// ``CompletionHandle``, which is not generic, tells it through this.
 protocol AbandonableFuture: AnyObject {
-    func completionAbandoned(failing: Bool)
+    func completionAbandoned()
 }
 
 extension Future: AbandonableFuture {}
 
 /// The object a future's completion callback captures, and so the callback's context: the callback
-/// costs no allocation of its own, and this object none either, since its header lives in its
-/// future's ``Future/handleWords`` (Swift's runtime allocates neither; it only counts the references
-/// and, when the last goes, calls the destroy function of the metadata the header names).
+/// costs this one allocation (24 bytes) and no other.
 ///
-/// Until its first call, the handle keeps its future (a strong reference); the call completes the
-/// future and lets go of it, since an operation often keeps its callback (in a request object its
-/// closure captured) and the future keeps its operation for repetition, so holding on would tie the
-/// two together for good. The handle keeps only the future's memory (Swift's unowned count) until it
-/// is released itself. Released uncalled, it tells the future
-/// (``Future/completionAbandoned(failing:)``). The header's metadata pointer is the state, and a
-/// call claims the handle by exchanging it (`flow_completion_handle_claim`), so that of calls
-/// racing from several threads, exactly one completes the future and releases it.
+/// Until its first call, the handle keeps its future (a strong reference, in ``futureAddress``); the
+/// call completes the future and lets go of it, since an operation often keeps its callback (in a
+/// request object its closure captured) and the future keeps its operation for repetition, so
+/// holding on would tie the two together for good. A call claims the future by exchanging the
+/// address for zero, so that of calls racing from several threads exactly one completes the future
+/// and releases it. Released uncalled, the handle tells the future
+/// (``Future/completionAbandoned()``).
 ///
-/// Never created by Swift: the type only lets the callback's closure call ``complete(with:)`` on
-/// the header's address. Not generic: the runtime reads a generic class's arguments from its
-/// instances' metadata, and the header names metadata of the library's own. A callback made in
-/// unspecialised code so captures `Value`'s metadata too (in a context of its own); specialised
-/// code needs none, and the handle is the callback's whole context.
+/// Not generic: a callback made in unspecialised code would otherwise need `Value`'s metadata to
+/// make its handle. ``complete(with:)`` is generic instead, and specialised where the callback is
+/// made.
 @usableFromInline
-final class CompletionHandle: @unchecked Sendable {
-    // @unchecked Sendable: no stored state; the header's metadata pointer is exchanged atomically
-    // (`flow_completion_handle_claim`), and the future it completes is thread-safe.
+final class CompletionHandle: Sendable {
+    /// The future's address, retained, until the first call takes it; zero after. Kept as an address
+    /// rather than a reference so that one atomic exchange both claims it and hands over the
+    /// reference.
+    @usableFromInline
+    let futureAddress: Atomic<UInt>
 
-    private init() {
-        preconditionFailure("a completion handle lives in its future's memory")
+    /// A handle that keeps `future` until its first call.
+    @inlinable
+    init(completing future: AnyObject) {
+        futureAddress = Atomic(UInt(bitPattern: Unmanaged.passRetained(future).toOpaque()))
     }
 
+    /// Completes the future with `result` on the first call, and lets go of it; does nothing after.
     @inlinable
     func complete<Value: Sendable>(with result: Result<Value>) {
-        let address = Unmanaged.passUnretained(self).toOpaque()
-        // Only the first call gets the future, and with it the handle's strong reference.
-        guard flow_completion_handle_claim(address) != 0 else { return }
-        let future = Unmanaged<Future<Value>>.fromOpaque(address - Int(FLOW_COMPLETION_HANDLE_OFFSET))
-        // The handle's reference keeps the future meanwhile: no reference of the call's own.
-        _ = future._withUnsafeGuaranteedRef { $0.complete(with: result) }
-        future.release()
+        // Only the first call gets the address, and with it the handle's reference to the future.
+        guard let address = UnsafeRawPointer(bitPattern: futureAddress.exchange(0, ordering: .acquiringAndReleasing)) else {
+            return
+        }
+        // Only a `Future<Value>` makes a handle whose callback takes a `Result<Value>`.
+        let future = Unmanaged<Future<Value>>.fromOpaque(address).takeRetainedValue()
+        future.complete(with: result)
     }
-}
 
-/// Swift's runtime released a completion handle that was never called (see ``CompletionHandle``):
-/// its future learns of it, then the handle's references to the future go.
-@_cdecl("flow_completion_handle_abandoned")
-func completionHandleAbandoned(_ handle: UnsafeMutableRawPointer, _ failsWhenAbandoned: Int32) {
-    let address = handle - Int(FLOW_COMPLETION_HANDLE_OFFSET)
-    let future = Unmanaged<AnyObject>.fromOpaque(address)
-    // Only futures make handles: the cast cannot fail.
-    (future.takeUnretainedValue() as! any AbandonableFuture).completionAbandoned(failing: failsWhenAbandoned != 0)
-    // The handle's strong reference, then its reference to the memory, which may free it.
-    future.release()
-    flow_release_object_memory(address)
+    deinit {
+        // Released uncalled: the future learns of it, then the handle's reference to it goes.
+        guard let address = UnsafeRawPointer(bitPattern: futureAddress.load(ordering: .acquiring)) else { return }
+        let future = Unmanaged<AnyObject>.fromOpaque(address).takeRetainedValue()
+        // Only futures make handles: the cast cannot fail.
+        (future as! any AbandonableFuture).completionAbandoned()
+    }
 }
 
 #if DEBUG

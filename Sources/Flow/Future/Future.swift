@@ -59,18 +59,10 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     // in other modules would go through dynamically dispatched accessors; exclusivity is the lock's
     // job, so the runtime's dynamic checks are skipped.
     //
-    // The order is the layout, and every future pays for these bytes (release build, measured with
-    // `malloc_usable_size` in Benchmarks P8): the 16-byte object header, the storage (24), the recipe
-    // (24), the state word (8), which holds the lock, the flags and the slot object, and the
-    // completion handle's header (16), which a derived future uses for its upstream: 88 bytes, a
-    // 96-byte malloc chunk, for either kind. Before the handle moved in, a future was 72 bytes (an
-    // 80-byte chunk) with a handle of its own (a 32-byte chunk), and a derived future 80 bytes (a
-    // 96-byte chunk) with its upstream in a field. Before that, the state had a word of its own next
-    // to the lock's and the storage was an `Any` of four words (80 bytes, a 96-byte chunk); before
-    // that the operation's disposable had a field (88 bytes), the first continuation too (104 bytes,
-    // a 112-byte chunk), and before that a future took 120 bytes (a 128-byte chunk): the flags had
-    // bytes of their own, the recipe an enum tag and its padding, and the other continuations an
-    // array field that most futures leave empty.
+    // The order is the layout (``FutureLayout`` states what the code assumes of it and checks it):
+    // the object header, the storage (3 words), the recipe (3 words) and the state word, which holds
+    // the lock, the flags and the slot object: 72 bytes, an 80-byte malloc chunk. A ``ChainedFuture``
+    // adds its upstream and its step scheduler's identity.
 
     /// Three words that hold, by the flags (``FutureStateBits``): the first continuation while pending
     /// (``lockedFirstListener``); a ``Forever`` future's continuation count; the result once
@@ -79,9 +71,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     ///
     /// Not a `Result<Value>?` field: a field whose layout depends on `Value` is destroyed by the
     /// class's unspecialised deinitialiser through the field type's metadata, which it must look up
-    /// in the runtime's hash table for every future freed, a third of the cost of a short-lived
-    /// future. Destroying a value here needs only `Value`'s metadata, which the class's own metadata
-    /// holds, and code outside the class reaches every field at a fixed offset.
+    /// in the runtime's hash table for every future freed. Destroying a value here needs only
+    /// `Value`'s metadata, which the class's own metadata holds, and code outside the class reaches
+    /// every field at a fixed offset.
     @usableFromInline @exclusivity(unchecked)
     final var storageWords = FutureStorageWords()
 
@@ -96,8 +88,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     final var recipeSlot: OperationRecipe<Never>?
 
     /// The lock (bit 63), the flags (``FutureStateBits``, bits 48 to 62) and the slot object's
-    /// address (bits 0 to 47, see ``lockedSlotObject``) in one word: a lock and a flags word of their
-    /// own took 8 bytes, and a field for the slot object 8 more. Objects live below 2⁴⁸ on the 64-bit
+    /// address (bits 0 to 47, see ``lockedSlotObject``) in one word rather than three. Objects live below 2⁴⁸ on the 64-bit
     /// platforms Swift runs on (user space has 47 or 48 bits of address unless a program asks the
     /// kernel for more); storing one above stops with a message rather than losing bits.
     ///
@@ -107,39 +98,30 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @usableFromInline
     let stateWord = Atomic<UInt>(0)
 
-    /// Two words for the object header of the future's completion handle (``CompletionHandle``), if
-    /// it is made from an operation: the object its completion callback captures lives in the
-    /// future's own memory, so that such a future is one allocation (a token of its own was 24
-    /// bytes, a 32-byte chunk, per operation). A ``ChainedFuture``, which has no operation, keeps its
-    /// upstream in the first word and its step scheduler's identity in the second. At
-    /// ``FLOW_COMPLETION_HANDLE_OFFSET`` from the object's start (the order of the fields is their
-    /// layout; the initialiser checks it in debug builds).
-    @usableFromInline @exclusivity(unchecked)
-    final var handleWords = FutureHandleWords()
-
-    /// The address of ``handleWords``, from the object's, like ``recipeSlotAddress``.
-    @inlinable
-    final var handleAddress: UnsafeMutableRawPointer {
-        Unmanaged.passUnretained(self).toOpaque() + Int(FLOW_COMPLETION_HANDLE_OFFSET)
-    }
-
-    /// The address of ``recipeSlot``, from the object's: after the object header and
-    /// ``storageWords`` (the order of the fields is their layout; the initialiser checks it in debug
-    /// builds). For reading a derived future's step in place from any thread: taking the field's
-    /// address with `withUnsafeMutablePointer` is a modifying access, which ThreadSanitizer reports
-    /// when two threads read the step at once.
+    /// The address of ``recipeSlot``, from the object's (``FutureLayout/recipeSlotOffset``). For
+    /// reading a derived future's step in place from any thread: taking the field's address with
+    /// `withUnsafeMutablePointer` is a modifying access, which ThreadSanitizer reports when two
+    /// threads read the step at once.
     @inlinable
     final var recipeSlotAddress: UnsafeMutableRawPointer {
-        // Written out rather than as `storageWordsAddress + ...`: that cost 43 instructions per P1
-        // operation, in code the optimiser did not fold.
-        Unmanaged.passUnretained(self).toOpaque() + (2 * MemoryLayout<UInt>.size + MemoryLayout<FutureStorageWords>.size)
+        Unmanaged.passUnretained(self).toOpaque() + FutureLayout.recipeSlotOffset
     }
 
-    /// The address of ``storageWords``, from the object's: right after the object header. For
+    /// The address of ``storageWords``, from the object's (``FutureLayout/storageOffset``). For
     /// moving a value in where a closure (``withStorageWords(_:)``) could only copy it.
     @inlinable
     final var storageWordsAddress: UnsafeMutableRawPointer {
-        Unmanaged.passUnretained(self).toOpaque() + 2 * MemoryLayout<UInt>.size
+        Unmanaged.passUnretained(self).toOpaque() + FutureLayout.storageOffset
+    }
+
+    /// Word `index` (0 to 2) of ``storageWords``, read by name: no address taken.
+    @inlinable @inline(__always)
+    final func storageWord(_ index: Int) -> UInt {
+        switch index {
+        case 0: return storageWords.first
+        case 1: return storageWords.second
+        default: return storageWords.third
+        }
     }
 
     /// The recipe, with its type.
@@ -299,7 +281,9 @@ public class Future<Value: Sendable>: @unchecked Sendable {
     @inlinable
     final var lockedFirstListenerID: ObjectIdentifier? {
         guard lockedState & FutureStateBits.hasFirstListener != 0 else { return nil }
-        return ObjectIdentifier(Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: storageWords.first)!).takeUnretainedValue())
+        return ObjectIdentifier(
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: storageWord(FutureLayout.listenerObjectWord))!)
+                .takeUnretainedValue())
     }
 
     // MARK: Flags
@@ -453,12 +437,7 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         liveCountScope = LiveFutureCount.current ?? relative
         liveCountScope?.increment()
         #endif
-        assert(recipeSlotAddress == withUnsafeMutablePointer(to: &recipeSlot) { UnsafeMutableRawPointer($0) },
-               "a future's fields are not laid out in the order they are declared")
-        assert(handleAddress == withUnsafeMutablePointer(to: &handleWords) { UnsafeMutableRawPointer($0) },
-               "a future's fields are not laid out in the order they are declared")
-        assert(storageWordsAddress == withUnsafeMutablePointer(to: &storageWords) { UnsafeMutableRawPointer($0) },
-               "a future's fields are not laid out in the order they are declared")
+        FutureLayout.checkFieldAddresses(of: self)
         if let result {
             // Not yet shared: the lock is not needed, and the flags are plain stores.
             lockedSetResult(result)
@@ -494,7 +473,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
         // member of `Future` would fetch `Future<Value>`'s metadata in this unspecialised code.
         let context = ThreadContext.current
         if state & FutureStateBits.hasFirstListener != 0 {
-            let object = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: storageWords.first)!).takeUnretainedValue()
+            let objectAddress = UnsafeRawPointer(bitPattern: storageWord(FutureLayout.listenerObjectWord))!
+            let object = Unmanaged<AnyObject>.fromOpaque(objectAddress).takeUnretainedValue()
             if lockedHasListenerList {
                 for listener in unsafeDowncast(object, to: ListenerList<Value>.self).listeners {
                     context.pendingReleases.append(listener.retainedObject())
@@ -504,9 +484,8 @@ public class Future<Value: Sendable>: @unchecked Sendable {
             }
             // Drops the listener: its closure's context is its one reference (the identifier holds
             // none). Released by address, since the `Listener`'s type would need a metadata lookup in
-            // this unspecialised code. (A `Listener` is an identifier and a closure: a function and
-            // its context.)
-            if let closureContext = UnsafeRawPointer(bitPattern: storageWords.third) {
+            // this unspecialised code (see ``FutureLayout``).
+            if let closureContext = UnsafeRawPointer(bitPattern: storageWord(FutureLayout.listenerContextWord)) {
                 Unmanaged<AnyObject>.fromOpaque(closureContext).release()
             }
             lockedSetFlag(FutureStateBits.hasFirstListener, false)
@@ -1003,16 +982,6 @@ struct FutureStorageWords {
     static func holdsInPlace<Value>(_ type: Value.Type) -> Bool {
         MemoryLayout<Value>.size <= 3 * MemoryLayout<UInt>.size && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
     }
-}
-
-/// The two words of a future's ``Future/handleWords``.
-@usableFromInline
-struct FutureHandleWords {
-    @usableFromInline var first: UInt = 0
-    @usableFromInline var second: UInt = 0
-
-    @inlinable
-    init() {}
 }
 
 /// A successful value too large for a future's ``Future/storageWords``, kept out of line.

@@ -29,6 +29,7 @@ struct ThreadContext {
     @usableFromInline
     static func makeCurrent() -> ThreadContext {
         registerDestructor
+        FutureLayout.checked
         let state = UnsafeMutablePointer<ThreadState>.allocate(capacity: 1)
         state.initialize(to: ThreadState(isMainThread: flow_is_main_thread() != 0))
         flow_set_thread_context(state)
