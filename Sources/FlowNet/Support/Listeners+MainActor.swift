@@ -14,7 +14,7 @@ extension TCPListener {
     ///     connection.close()
     /// }
     /// ```
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @MainActor (TCPConnection) -> Void
@@ -29,7 +29,7 @@ extension TCPListener {
 
     /// Listens on `address` on the main loop like ``listenAsync(at:backlog:reusePort:on:file:line:onAccept:)``,
     /// with a main-actor accept handler (see `MainActorScheduler`).
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         at address: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @MainActor (TCPConnection) -> Void
@@ -50,7 +50,7 @@ extension PipeListener {
     ///     clients.append(connection)   // main-actor state
     /// }
     /// ```
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         path: String, backlog: Int32 = 511, on mainActor: MainActorScheduler,
         onAccept: @escaping @MainActor (PipeConnection) -> Void
     ) async throws(EventLoopError) -> PipeListener {
