@@ -228,6 +228,27 @@ struct MainActorCallbackTests {
         #expect(log.everyEntryWasOnTheMainLoop)
     }
 
+    @Test func aListenerGroupsAcceptHandlerUpdatesMainActorState() async throws {
+        let log = MainActorLog()
+        var accepted = 0   // a captured main-actor var, written by the handler
+        let loops = (0..<2).map { EventLoop.startOnNewThread(name: "test.swift6.group-\($0)") }
+        defer { for loop in loops { loop.shutdown() } }
+        // The connections are accepted on the two loops' threads; the handler runs on the main loop.
+        let group = try await TCPListenerGroup.listenAsync(port: 0, loops: loops, on: .mainActor) { connection in
+            accepted += 1
+            log.append("group accepted")
+            connection.close()
+        }
+        for _ in 0..<4 {
+            let client = try await TCPConnection.connect(host: "127.0.0.1", port: group.port).get()
+            client.close()
+        }
+        await log.waitForEntries(4)
+        _ = try? await group.close().get()
+        #expect(accepted == 4)
+        #expect(log.everyEntryWasOnTheMainLoop)
+    }
+
     @Test func aServerWrittenAsStructuredTasksUpdatesMainActorState() async throws {
         let log = MainActorLog()
         let served = MainActorCounter()   // main-actor state, shared by the tasks below
