@@ -91,6 +91,7 @@ extension Future {
     /// ```
     ///
     /// - Parameters:
+    ///   - mainActor: `.mainActor`: `work` runs on the main loop, as the main actor.
     ///   - delay: seconds to wait before running `work`; nil (the default) runs it at once.
     ///   - work: starts something on the main actor, and returns how to stop it.
     @discardableResult

@@ -91,7 +91,7 @@ public struct IncomingConnections<Connection: StreamConnection & Sendable>: Asyn
 
         /// The next accepted connection, waited for on the caller's actor (a `for await` loop's own),
         /// so that a `@MainActor` loop takes it without changing executors. A main-actor caller's wait
-        /// holds the main loop: ``EventLoop/run()`` does not return before the caller has the
+        /// holds the main loop: `EventLoop.run()` does not return before the caller has the
         /// connection or `nil`.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Connection? {
             await queue.next(isolation: actor)
