@@ -32,6 +32,24 @@ private actor ElementCounter {
     }
 }
 
+/// An actor on a ``CountingExecutor`` that takes connections from a listener's sequence.
+private actor ConnectionTaker {
+    let executor = CountingExecutor()
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Takes `count` connections in a `for await` loop and closes them; returns how many it took.
+    func take(_ count: Int, from connections: IncomingConnections<TCPConnection>) async -> Int {
+        var taken = 0
+        for await connection in connections {
+            connection.close()
+            taken += 1
+            if taken == count { break }
+        }
+        return taken
+    }
+}
+
 /// A connected pair on a loop of its own thread; closes both and the listener afterwards.
 private func withConnectedPair(_ body: (_ server: TCPConnection, _ client: TCPConnection) async throws -> Void) async throws {
     let loop = EventLoop.startOnNewThread(name: "net.isolation")
@@ -72,6 +90,37 @@ struct AsyncSequenceIsolationTests {
             #expect(try await count == Self.elementCount)
             #expect(counter.executor.jobs < Self.elementCount / 10, "\(counter.executor.jobs) jobs")
         }
+    }
+
+    @Test("2,000 lines read with an idle timeout in an actor come back to its executor a few times, not once per line")
+    func timedLinesStayOnTheConsumersActor() async throws {
+        try await withConnectedPair { server, client in
+            let counter = ElementCounter()
+            async let count = counter.count(server.lines(idleTimeout: 30))
+            try await client.write(String(repeating: "a line\n", count: Self.elementCount)).get()
+            _ = client.shutdown()
+            #expect(try await count == Self.elementCount)
+            #expect(counter.executor.jobs < Self.elementCount / 10, "\(counter.executor.jobs) jobs")
+        }
+    }
+
+    @Test("40 connections already accepted, taken in an actor, come back to its executor a few times, not once each")
+    func connectionsStayOnTheConsumersActor() async throws {
+        let loop = EventLoop.startOnNewThread(name: "net.isolation.connections")
+        defer { loop.shutdown() }
+        let server = try await TCPListener.listenForConnections(port: 0, on: loop)
+        let count = 40
+        var clients: [TCPConnection] = []
+        for _ in 0..<count {
+            clients.append(try await TCPConnection.connect(host: "127.0.0.1", port: server.port, on: loop).get())
+        }
+        // Every connection accepted and waiting in the sequence (the last perhaps just being handed over).
+        _ = try await server.openConnections.atOnce().filter { $0 == count }.future.get()
+        let taker = ConnectionTaker()
+        #expect(await taker.take(count, from: server.connections) == count)
+        #expect(taker.executor.jobs < count / 4, "\(taker.executor.jobs) jobs")
+        for client in clients { _ = try await client.close().get() }
+        _ = try await server.close().get()
     }
 
     @Test("2,000 length-prefixed frames read in an actor come back to its executor a few times, not once per frame")

@@ -13,7 +13,7 @@ struct RunReturnTests {
         "signalMapOnBackground", "futureMapOnBackground", "futureHopsBetweenQueues", "futureFromAsyncOperation",
         "futureMapOnAnotherLoop", "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor",
         "bindAsyncFromMainActor", "fileChunksFromMainActor", "deferredOnBackground", "deferredValueFromMainActor",
-        "linesUntilServerCloses",
+        "linesUntilServerCloses", "listenAsyncFromMainActor", "connectionsFromMainActor", "timedLinesUntilServerCloses",
     ]
 
     /// Runs `scenario` for `rounds` rounds in a child process and checks that each was delivered in time.

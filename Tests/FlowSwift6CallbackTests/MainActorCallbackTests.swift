@@ -228,6 +228,89 @@ struct MainActorCallbackTests {
         #expect(log.everyEntryWasOnTheMainLoop)
     }
 
+    @Test func signalTransformsUpdateMainActorState() async throws {
+        let log = MainActorLog()
+        var passed = 0, mapped = 0, compacted = 0, filtered = 0   // captured main-actor vars
+        let loop = EventLoop.startOnNewThread(name: "test.swift6.transforms")
+        defer { loop.shutdown() }
+        let callbacker = Callbacker<Int>()
+        let bag = DisposeBag()
+        defer { bag.dispose() }
+        bag += Signal(callbacker: callbacker)
+            .atValue(on: .mainActor) { _ in passed += 1 }
+            .map(on: .mainActor) { value -> Int in
+                mapped += 1
+                return value * 10
+            }
+            .compactMap(on: .mainActor) { value -> Int? in
+                compacted += 1
+                return value == 20 ? nil : value
+            }
+            .filter(on: .mainActor) { value in
+                filtered += 1
+                return value < 40
+            }
+            .onValue(on: .mainActor) { log.append("value \($0)") }
+        // Signalled from another loop's thread: each transform still runs on the main loop.
+        await loop.perform { for value in 1...4 { callbacker.callAll(with: value) } }
+        await log.waitForEntries(2)
+        #expect(log.entries == ["value 10", "value 30"])
+        #expect(passed == 4 && mapped == 4 && compacted == 4 && filtered == 3, "\(passed) \(mapped) \(compacted) \(filtered)")
+        #expect(log.everyEntryWasOnTheMainLoop)
+    }
+
+    @Test func mainActorSchedulerWorkAndPerformWhileUpdateMainActorState() async throws {
+        let log = MainActorLog()
+        var ran: [String] = []   // a captured main-actor var
+        let loop = EventLoop.startOnNewThread(name: "test.swift6.scheduler")
+        defer { loop.shutdown() }
+        MainActorScheduler.mainActor.async {
+            ran.append("async")
+            log.append("async")
+        }
+        MainActorScheduler.mainActor.async(after: 0.001) {
+            ran.append("async(after:)")
+            log.append("async(after:)")
+        }
+        let cancelled = MainActorScheduler.mainActor.async(after: 3600) { ran.append("cancelled timer") }
+        cancelled.dispose()
+        // A future completed on another loop: the work runs on the main loop, as the main actor.
+        let finished = Future<Int>(on: loop.scheduler) { completion in
+            completion(.success(1))
+            return NilDisposer()
+        }
+        finished.performWhile(on: .mainActor) {
+            ran.append("performWhile")
+            log.append("performWhile")
+            return NilDisposer()
+        }
+        await log.waitForEntries(3)
+        #expect(Set(ran) == ["async", "async(after:)", "performWhile"])
+        #expect(ran.count == 3)
+        #expect(log.everyEntryWasOnTheMainLoop)
+    }
+
+    @Test func aListenerGroupsAcceptHandlerUpdatesMainActorState() async throws {
+        let log = MainActorLog()
+        var accepted = 0   // a captured main-actor var, written by the handler
+        let loops = (0..<2).map { EventLoop.startOnNewThread(name: "test.swift6.group-\($0)") }
+        defer { for loop in loops { loop.shutdown() } }
+        // The connections are accepted on the two loops' threads; the handler runs on the main loop.
+        let group = try await TCPListenerGroup.listenAsync(port: 0, loops: loops, on: .mainActor) { connection in
+            accepted += 1
+            log.append("group accepted")
+            connection.close()
+        }
+        for _ in 0..<4 {
+            let client = try await TCPConnection.connect(host: "127.0.0.1", port: group.port).get()
+            client.close()
+        }
+        await log.waitForEntries(4)
+        _ = try? await group.close().get()
+        #expect(accepted == 4)
+        #expect(log.everyEntryWasOnTheMainLoop)
+    }
+
     @Test func aServerWrittenAsStructuredTasksUpdatesMainActorState() async throws {
         let log = MainActorLog()
         let served = MainActorCounter()   // main-actor state, shared by the tasks below

@@ -71,7 +71,7 @@ public final class PipeListener: @unchecked Sendable {
     ///     connection.close()
     /// }
     /// ```
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         path: String, backlog: Int32 = 511, on loop: EventLoop = .main,
         onAccept: @escaping @Sendable (PipeConnection) -> Void
     ) async throws(EventLoopError) -> PipeListener {

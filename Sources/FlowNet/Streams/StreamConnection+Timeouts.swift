@@ -100,9 +100,13 @@ extension StreamConnection {
         return TimedStreamChunks(connection: self, idleTimeout: idleTimeout)
     }
 
-    /// Reads the next chunk for a timed `AsyncSequence` step.
-    func nextChunk(timeout: Double) async throws -> [UInt8]? {
-        try await withCheckedThrowingContinuation { continuation in
+    /// Reads the next chunk for a timed `AsyncSequence` step, waiting on `isolation` (the consumer's
+    /// actor) as `nextChunk(isolation:)` does: a main-actor consumer's wait holds the main loop, so
+    /// ``EventLoop/run()`` does not return before the consumer has the chunk or the timeout's error.
+    func nextChunk(timeout: Double, isolation: isolated (any Actor)?) async throws -> [UInt8]? {
+        let isMainActorWait = EventLoop.beginMainActorWait(isolation)
+        defer { EventLoop.endMainActorWait(isMainActorWait) }
+        return try await withCheckedThrowingContinuation(isolation: isolation) { continuation in
             read(timeout: timeout).onResult(on: .none) { result in
                 continuation.resume(with: result)
             }
@@ -111,15 +115,16 @@ extension StreamConnection {
 }
 
 /// The timed step of the framed sequences: a frame from the bytes at hand, or another chunk within
-/// `idleTimeout` seconds.
+/// `idleTimeout` seconds, read on `isolation`, the consumer's actor.
 func nextFrame<Splitter: FrameSplitter>(
-    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool, idleTimeout: Double
+    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool, idleTimeout: Double,
+    isolation: isolated (any Actor)?
 ) async throws -> Splitter.Frame? {
     guard !isFinished else { return nil }
     do {
         while true {
             if let frame = try splitter.next() { return frame }
-            guard let chunk = try await connection.nextChunk(timeout: idleTimeout) else {
+            guard let chunk = try await connection.nextChunk(timeout: idleTimeout, isolation: isolation) else {
                 isFinished = true
                 return try splitter.finish()
             }
@@ -157,7 +162,16 @@ public struct TimedStreamLines: AsyncSequence, Sendable {
         /// The next line, or `nil` once the peer has closed its side and every line was read.
         public mutating func next() async throws -> String? {
             try await nextFrame(
-                connection: connection, splitter: &splitter, isFinished: &isFinished, idleTimeout: idleTimeout)
+                connection: connection, splitter: &splitter, isFinished: &isFinished, idleTimeout: idleTimeout,
+                isolation: nil)
+        }
+
+        /// The next line, waited for on the caller's actor (a `for try await` loop's own), so that a
+        /// `@MainActor` loop reads without changing executors for each line.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> String? {
+            try await nextFrame(
+                connection: connection, splitter: &splitter, isFinished: &isFinished, idleTimeout: idleTimeout,
+                isolation: actor)
         }
     }
 }
@@ -191,7 +205,16 @@ public struct TimedStreamFrames: AsyncSequence, Sendable {
         /// The next frame, or `nil` once the peer has closed its side between two frames.
         public mutating func next() async throws -> [UInt8]? {
             try await nextFrame(
-                connection: connection, splitter: &splitter, isFinished: &isFinished, idleTimeout: idleTimeout)
+                connection: connection, splitter: &splitter, isFinished: &isFinished, idleTimeout: idleTimeout,
+                isolation: nil)
+        }
+
+        /// The next frame, waited for on the caller's actor (a `for try await` loop's own), so that a
+        /// `@MainActor` loop reads without changing executors for each frame.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+            try await nextFrame(
+                connection: connection, splitter: &splitter, isFinished: &isFinished, idleTimeout: idleTimeout,
+                isolation: actor)
         }
     }
 }
@@ -216,7 +239,13 @@ public struct TimedStreamChunks: AsyncSequence, Sendable {
 
         /// The next chunk, or `nil` once the peer has closed its side.
         public mutating func next() async throws -> [UInt8]? {
-            try await connection.nextChunk(timeout: idleTimeout)
+            try await connection.nextChunk(timeout: idleTimeout, isolation: nil)
+        }
+
+        /// The next chunk, waited for on the caller's actor (a `for try await` loop's own), so that a
+        /// `@MainActor` loop reads without changing executors for each chunk.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+            try await connection.nextChunk(timeout: idleTimeout, isolation: actor)
         }
     }
 }

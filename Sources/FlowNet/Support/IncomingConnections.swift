@@ -86,7 +86,15 @@ public struct IncomingConnections<Connection: StreamConnection & Sendable>: Asyn
 
         /// The next accepted connection, or `nil` once the listener is closed or the task is cancelled.
         public mutating func next() async -> Connection? {
-            await queue.next()
+            await queue.next(isolation: nil)
+        }
+
+        /// The next accepted connection, waited for on the caller's actor (a `for await` loop's own),
+        /// so that a `@MainActor` loop takes it without changing executors. A main-actor caller's wait
+        /// holds the main loop: `EventLoop.run()` does not return before the caller has the
+        /// connection or `nil`.
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Connection? {
+            await queue.next(isolation: actor)
         }
     }
 }
@@ -134,13 +142,17 @@ final class IncomingConnectionQueue<Connection: StreamConnection & Sendable>: Se
         for connection in unserved { connection.close() }
     }
 
-    func next() async -> Connection? {
+    /// The next connection, waited for on `isolation`, the consumer's actor; a main-actor consumer's
+    /// wait holds the main loop until it has run again.
+    func next(isolation: isolated (any Actor)?) async -> Connection? {
         let id = state.withLock { state -> UInt64 in
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
+        let isMainActorWait = EventLoop.beginMainActorWait(isolation)
+        defer { EventLoop.endMainActorWait(isMainActorWait) }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withCheckedContinuation(isolation: isolation) { continuation in
                 let ready = state.withLock { state -> Connection?? in
                     if !state.buffered.isEmpty { return .some(state.buffered.removeFirst()) }
                     if state.isFinished || Task.isCancelled { return .some(nil) }
@@ -168,7 +180,7 @@ extension TCPListener {
     /// let server = try await TCPListener.listenForConnections(port: 0)
     /// for await connection in server.connections { connection.close() }
     /// ```
-    public static func listenForConnections(
+    public nonisolated(nonsending) static func listenForConnections(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
         on loop: EventLoop = .main, file: StaticString = #fileID, line: UInt = #line
     ) async throws(EventLoopError) -> ConnectionListener<TCPConnection> {
@@ -198,7 +210,7 @@ extension PipeListener {
     /// let server = try await PipeListener.listenForConnections(path: folder + "/app.sock")
     /// for await connection in server.connections { connection.close() }
     /// ```
-    public static func listenForConnections(
+    public nonisolated(nonsending) static func listenForConnections(
         path: String, backlog: Int32 = 511, on loop: EventLoop = .main
     ) async throws(EventLoopError) -> ConnectionListener<PipeConnection> {
         let queue = IncomingConnectionQueue<PipeConnection>()

@@ -14,7 +14,7 @@ extension TCPListener {
     ///     connection.close()
     /// }
     /// ```
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @MainActor (TCPConnection) -> Void
@@ -29,7 +29,7 @@ extension TCPListener {
 
     /// Listens on `address` on the main loop like ``listenAsync(at:backlog:reusePort:on:file:line:onAccept:)``,
     /// with a main-actor accept handler (see `MainActorScheduler`).
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         at address: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @MainActor (TCPConnection) -> Void
@@ -50,12 +50,41 @@ extension PipeListener {
     ///     clients.append(connection)   // main-actor state
     /// }
     /// ```
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         path: String, backlog: Int32 = 511, on mainActor: MainActorScheduler,
         onAccept: @escaping @MainActor (PipeConnection) -> Void
     ) async throws(EventLoopError) -> PipeListener {
         try await listenAsync(path: path, backlog: backlog, on: .main) { connection in
             MainActor.assumeIsolated { onAccept(connection) }
+        }
+    }
+}
+
+extension TCPListenerGroup {
+    /// Listens on `host` and `port` on every loop in `loops` like
+    /// ``listenAsync(host:port:backlog:loops:onAccept:)``, with a main-actor accept handler: each
+    /// connection, accepted on one of the loops, is handed to the main loop, whose work is main-actor
+    /// work, and the handler runs there (see `MainActorScheduler`). For servers that keep their list
+    /// of connections in main-actor state; a connection's own reads and writes stay on the loop that
+    /// accepted it.
+    ///
+    /// ```swift
+    /// @MainActor var clients: [TCPConnection] = []
+    ///
+    /// let loops = (0..<2).map { EventLoop.startOnNewThread(name: "worker-\($0)") }
+    /// let group = try await TCPListenerGroup.listenAsync(port: 8080, loops: loops, on: .mainActor) { connection in
+    ///     clients.append(connection)
+    /// }
+    /// ```
+    public nonisolated(nonsending) static func listenAsync(
+        host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, loops: [EventLoop],
+        on mainActor: MainActorScheduler, onAccept: @escaping @MainActor (TCPConnection) -> Void
+    ) async throws(EventLoopError) -> TCPListenerGroup {
+        try await listenAsync(host: host, port: port, backlog: backlog, loops: loops) { connection in
+            mainActor.scheduler.async {
+                // The main loop runs this, and its work is main-actor work.
+                MainActor.assumeIsolated { onAccept(connection) }
+            }
         }
     }
 }

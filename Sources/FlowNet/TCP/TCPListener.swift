@@ -110,7 +110,7 @@ public final class TCPListener: @unchecked Sendable {
     ///
     /// Named apart from the synchronous form: an `async` overload of the same name would be chosen in
     /// every async context, breaking calls written without `await`.
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, reusePort: Bool = false,
         on loop: EventLoop = .main, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @Sendable (TCPConnection) -> Void
@@ -128,7 +128,7 @@ public final class TCPListener: @unchecked Sendable {
     /// ```swift
     /// let listener = try await TCPListener.listenAsync(at: SocketAddress(host: "::1", port: 0), on: loop) { _ in }
     /// ```
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         at address: SocketAddress, backlog: Int32 = 511, reusePort: Bool = false,
         on loop: EventLoop = .main, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @Sendable (TCPConnection) -> Void

@@ -81,7 +81,7 @@ public final class TCPListenerGroup: Sendable {
     ///
     /// - Throws: the error of the first listener that fails; the listeners already made are closed
     ///   before it is thrown.
-    public static func listenAsync(
+    public nonisolated(nonsending) static func listenAsync(
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, loops: [EventLoop],
         onAccept: @escaping @Sendable (TCPConnection) -> Void
     ) async throws(EventLoopError) -> TCPListenerGroup {

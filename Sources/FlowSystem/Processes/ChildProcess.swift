@@ -182,7 +182,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// let child = try await ChildProcess.spawnAsync("/bin/true", on: loop)
     /// let termination = try await child.exit.get()
     /// ```
-    public static func spawnAsync(
+    public nonisolated(nonsending) static func spawnAsync(
         _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
         workingDirectory: String? = nil, standardInput: StandardStream = .inherit,
         standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,
@@ -201,7 +201,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// ```swift
     /// let child = try await ChildProcess.spawnAsync("/bin/sh", arguments: ["-c", "sleep 1 & wait"], processGroup: .new)
     /// ```
-    public static func spawnAsync(
+    public nonisolated(nonsending) static func spawnAsync(
         _ executable: String, arguments: [String] = [], environment: [String: String]? = nil,
         workingDirectory: String? = nil, standardInput: StandardStream = .inherit,
         standardOutput: StandardStream = .inherit, standardError: StandardStream = .inherit,

@@ -162,6 +162,45 @@ let scenarios: [String: Round] = [
         sendDeferredValueRound(round, deliveries)
         try EventLoop.main.run()
     },
+    // A listener opened on another loop from a main-actor task: the task waits in listenAsync.
+    "listenAsyncFromMainActor": { round, deliveries in
+        Task { @MainActor in
+            let listener = try await TCPListener.listenAsync(port: 0, on: otherLoop) { $0.close() }
+            _ = listener.close()
+            deliveries.record(round)
+        }
+        try EventLoop.main.run()
+    },
+    // A server as structured tasks on another loop, its connections taken by a main-actor task: the
+    // task waits in listenForConnections, then for the next element of `connections`.
+    "connectionsFromMainActor": { round, deliveries in
+        Task { @MainActor in
+            let server = try await TCPListener.listenForConnections(port: 0, on: otherLoop)
+            let client = TCPConnection.connect(host: "127.0.0.1", port: server.port, on: otherLoop)
+            var taken = 0
+            for await connection in server.connections {
+                taken += 1
+                _ = connection.close()
+                break
+            }
+            _ = server.close()
+            _ = try await client.get().close()
+            if taken == 1 { deliveries.record(round) }
+        }
+        try EventLoop.main.run()
+    },
+    // The README's loop with an idle timeout: lines read until the server closes the connection.
+    "timedLinesUntilServerCloses": { round, deliveries in
+        let port = linesServer.port
+        Task { @MainActor in
+            let connection = try await TCPConnection.connect(host: "127.0.0.1", port: port, on: .main).get()
+            var lines: [String] = []
+            for try await line in connection.lines(idleTimeout: 30) { lines.append(line) }
+            _ = connection.close()
+            if lines == ["one", "two"] { deliveries.record(round) }
+        }
+        try EventLoop.main.run()
+    },
     // The README's loop: a main-actor task reads lines until the server closes the connection, then
     // cleans up after its loop.
     "linesUntilServerCloses": { round, deliveries in
