@@ -118,12 +118,9 @@ final class StreamListenerCore: @unchecked Sendable {
 
     /// Starts closing the handle, once. Loop context only.
     private func beginClosing() {
-        guard closing.beginClosing() else { return }
-        loop.forgetHandle(handle)
-        uv_close(baseHandle) { handle in
+        closing.closeHandle(handle, on: loop) { handle in
             Owner.release(handle?.pointee.data, as: StreamListenerCore.self).didClose()
         }
-        loop.libuvStateDidChange()
     }
 
     private func didClose() {
