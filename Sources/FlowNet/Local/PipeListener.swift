@@ -13,29 +13,22 @@ import Flow
 /// ```
 ///
 /// The listener stays open until ``close()``, which also removes the socket file.
-public final class PipeListener: @unchecked Sendable {
-    // @unchecked Sendable: the handle, `onAccept` and `closing` are used only in the loop's context;
-    // `listen` runs on the loop (`performAndWait`) and `close()` hops there.
-
+public final class PipeListener: Sendable {
     /// The loop accepting connections.
     public let loop: EventLoop
     /// The socket's path.
     public let path: String
 
-    private let handle: UnsafeMutablePointer<uv_pipe_t>
-    private let readBuffer = ReadBuffer()
-    private var onAccept: ((PipeConnection) -> Void)?
-    private let closing = HandleClosing()
+    /// The listening handle, its accepting and closing, and the connections accepted.
+    private let core: StreamListenerCore
     /// How many times accepting an incoming connection failed, as libuv reports it (running out of file
     /// descriptors, above all); reported through `FlowDiagnostics` as ``TCPListener``'s are. Callable
     /// from any thread (read on the loop).
-    public var failedAcceptCount: Int { loop.performAndWait("PipeListener.failedAcceptCount") { failedAccepts.count } }
-    private var failedAccepts = FailureCount.accepts
-    private let accepted: AcceptedConnections
+    public var failedAcceptCount: Int { core.failedAcceptCount(caller: "PipeListener.failedAcceptCount") }
 
     /// How many accepted connections are open now (accepted, not yet closed), as a signal that tells
     /// of each change, as ``TCPListener/openConnections``. Readable from any thread.
-    public var openConnections: ReadSignal<Int> { accepted.count.readOnly() }
+    public var openConnections: ReadSignal<Int> { core.openConnections }
 
     /// Listens at `path`. Callable from any thread: off the loop it opens the socket on the loop and
     /// waits for it; from async code use ``listenAsync(path:backlog:on:onAccept:)-(_,_,EventLoop,_)``, which never blocks.
@@ -92,16 +85,7 @@ public final class PipeListener: @unchecked Sendable {
             throw EventLoop.error(status)
         }
         let listener = PipeListener(loop: loop, handle: handle, path: path, onAccept: onAccept)
-        var failure = uv_pipe_bind(handle, path)
-        if failure == 0 {
-            failure = uv_listen(listener.stream, backlog) { server, status in
-                Owner.borrow(server?.pointee.data, as: PipeListener.self).accept(status: status)
-            }
-        }
-        guard failure == 0 else {
-            listener.beginClosing()
-            throw EventLoop.error(failure)
-        }
+        try listener.core.listen(backlog: backlog, after: uv_pipe_bind(handle, path))
         loop.nameHandle(handle, kind: .listener, summary: "Unix-socket listener on \(path)", creationSite: nil)
         loop.libuvStateDidChange()
         return listener
@@ -110,38 +94,19 @@ public final class PipeListener: @unchecked Sendable {
     private init(loop: EventLoop, handle: UnsafeMutablePointer<uv_pipe_t>, path: String,
                  onAccept: @escaping (PipeConnection) -> Void) {
         self.loop = loop
-        self.handle = handle
         self.path = path
-        self.onAccept = onAccept
-        accepted = AcceptedConnections(loop: loop)
-        handle.pointee.data = Owner.retain(self)
-    }
-
-    private var stream: UnsafeMutablePointer<uv_stream_t> {
-        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
-    }
-
-    /// libuv's connection callback: accepts the pending connection, or counts the failure `status` says.
-    func accept(status: Int32) {
-        guard status == 0, closing.isOpen, let onAccept else {
-            noteFailedAccept(status == 0 ? "the listener is closing" : EventLoop.describe(status))
-            return
+        core = StreamListenerCore(loop: loop, handle: handle, placeKey: "path", place: path) { core in
+            core.accept(
+                making: { () throws(EventLoopError) in try PipeConnection(loop: loop, readBuffer: core.readBuffer) },
+                prepare: { connection in connection.nameResource("Unix-socket connection accepted on \(path)") },
+                onAccept: onAccept)
         }
-        let accepted = StreamConnection.accept(
-            from: stream,
-            making: { () throws(EventLoopError) in try PipeConnection(loop: loop, readBuffer: readBuffer) },
-            failed: { noteFailedAccept($0) })
-        guard let connection = accepted else { return }
-        connection.nameResource("Unix-socket connection accepted on \(path)")
-        self.accepted.track(connection)
-        onAccept(connection)
     }
 
-    /// Counts a failed accept and reports it through `FlowDiagnostics` at the 1st, 2nd, 4th, 8th, ...
-    /// failure, as ``TCPListener`` does.
-    private func noteFailedAccept(_ reason: @autoclosure () -> String) {
-        guard failedAccepts.countOne() else { return }
-        failedAccepts.report(reason(), loop: loop, placeKey: "path", place: path)
+    /// What libuv's connection callback does with `status`: accepts the pending connection, or counts
+    /// the failure `status` says. Loop context only; tests call it to hand in failures.
+    func accept(status: Int32) {
+        core.connectionPending(status: status)
     }
 
     /// Stops listening and removes the socket file. Connections already accepted stay open. The future
@@ -152,7 +117,7 @@ public final class PipeListener: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        closing.close(on: loop, caller: "PipeListener.close") { [self] in beginClosing() }
+        core.close(caller: "PipeListener.close")
     }
 
     /// Stops accepting (and removes the socket file), lets the open connections finish for up to
@@ -165,22 +130,7 @@ public final class PipeListener: @unchecked Sendable {
     /// ```
     @discardableResult
     public func closeGracefully(deadline: Double) -> Future<Int> {
-        accepted.closeGracefully(deadline: deadline, caller: "PipeListener.closeGracefully") { [self] in close() }
-    }
-
-    private func beginClosing() {
-        guard closing.beginClosing() else { return }
-        loop.forgetHandle(handle)
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { handle in
-            Owner.release(handle?.pointee.data, as: PipeListener.self).didClose()
-        }
-        loop.libuvStateDidChange()
-    }
-
-    private func didClose() {
-        handle.deallocate()
-        onAccept = nil
-        closing.didClose()
+        core.closeGracefully(deadline: deadline, caller: "PipeListener.closeGracefully") { [self] in close() }
     }
 }
 

@@ -93,11 +93,6 @@ public class StreamConnection: @unchecked Sendable {
         loop.nameHandle(handle, kind: .connection, summary: summary, creationSite: nil)
     }
 
-    /// The handle as libuv's base type, for `uv_close` and the like.
-    var baseHandle: UnsafeMutablePointer<uv_handle_t> {
-        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
-    }
-
     /// Whether the connection is open (not closing or closed). Callable from any thread.
     public var isOpen: Bool {
         loop.performAndWait("\(type(of: self)).isOpen") { closing.isOpen }
@@ -119,13 +114,9 @@ public class StreamConnection: @unchecked Sendable {
 
     /// Closes the handle, unless already closing. Loop context only.
     func beginClosing() {
-        guard closing.beginClosing() else { return }
-        loop.forgetHandle(handle)
-        uv_close(baseHandle) { handle in
-            let connection = Owner.release(handle?.pointee.data, as: StreamConnection.self)
-            connection.didClose()
+        closing.closeHandle(handle, on: loop) { handle in
+            Owner.release(handle?.pointee.data, as: StreamConnection.self).didClose()
         }
-        loop.libuvStateDidChange()
     }
 
     /// The close callback: libuv is done with the handle, and has already failed its pending writes.

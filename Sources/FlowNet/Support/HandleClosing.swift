@@ -1,3 +1,4 @@
+import CLibUV
 import Flow
 import Synchronization
 
@@ -46,6 +47,20 @@ package final class HandleClosing: @unchecked Sendable {
     package func beginClosing() -> Bool {
         guard isOpen else { return false }
         isOpen = false
+        return true
+    }
+
+    /// Closes `handle` (any `uv_handle_t`-based structure on `loop`) once: unless closing has begun,
+    /// marks it begun, forgets the handle's name among the loop's active resources and asks libuv to
+    /// close it. `closed` is libuv's close callback: it takes back the owner's reference from the
+    /// handle's `data` field (see `Owner`) and runs the owner's close, which frees the handle and ends
+    /// with ``didClose()``. Returns whether closing began now. Loop context only.
+    @discardableResult
+    package func closeHandle(_ handle: UnsafeMutableRawPointer, on loop: EventLoop, closed: uv_close_cb) -> Bool {
+        guard beginClosing() else { return false }
+        loop.forgetHandle(handle)
+        uv_close(handle.assumingMemoryBound(to: uv_handle_t.self), closed)
+        loop.libuvStateDidChange()
         return true
     }
 

@@ -61,7 +61,8 @@ public final class ConnectionListener<Connection: StreamConnection & Sendable>: 
     /// once the listener and every connection are closed, with how many the deadline closed. Callable
     /// from any thread.
     ///
-    /// - Parameter deadline: seconds from now to wait for the connections; a negative one counts as 0.
+    /// - Parameter deadline: seconds from now to wait for the connections, 0 or more; `.infinity` waits
+    ///   for every connection to close. NaN or a negative deadline stops the program with a message.
     @discardableResult
     public func closeGracefully(deadline: Double) -> Future<Int> {
         queue.finish()

@@ -22,10 +22,7 @@ import Glibc
 ///
 /// Close listeners and connections before `EventLoop.close()`: that call closes leftover libuv handles
 /// without telling their owners, whose memory then stays allocated.
-public final class TCPListener: @unchecked Sendable {
-    // @unchecked Sendable: the handle, `onAccept` and `closing` are used only in the loop's context;
-    // `listen` and `close()` run their work there (`EventLoop.performAndWait`, `inContext`).
-
+public final class TCPListener: Sendable {
     /// The loop accepting connections.
     public let loop: EventLoop
     /// The address listened on; its port is the one chosen when listening on port 0.
@@ -33,20 +30,16 @@ public final class TCPListener: @unchecked Sendable {
     /// The port listened on.
     public var port: Int { localAddress.port }
 
-    private let handle: UnsafeMutablePointer<uv_tcp_t>
-    private let readBuffer = ReadBuffer()
-    private var onAccept: ((TCPConnection) -> Void)?
-    private let closing = HandleClosing()
+    /// The listening handle, its accepting and closing, and the connections accepted.
+    private let core: StreamListenerCore
     /// How many times accepting an incoming connection failed, as libuv reports it (running out of
-    /// file descriptors, above all). Loop context only.
+    /// file descriptors, above all). Callable from any thread (read on the loop).
     ///
     /// A lower bound on the connections lost: libuv skips connections their peer aborted before they
     /// were accepted without reporting them, and when the process runs out of file descriptors it
     /// accepts and at once closes the pending ones with a descriptor it keeps in reserve, usually
     /// without reporting a failure at all.
-    public var failedAcceptCount: Int { loop.performAndWait("TCPListener.failedAcceptCount") { failedAccepts.count } }
-    private var failedAccepts = FailureCount.accepts
-    private let accepted: AcceptedConnections
+    public var failedAcceptCount: Int { core.failedAcceptCount(caller: "TCPListener.failedAcceptCount") }
 
     /// How many accepted connections are open now (accepted, not yet closed), as a signal that tells
     /// of each change. Readable from any thread; changes are signalled on the loop.
@@ -54,7 +47,7 @@ public final class TCPListener: @unchecked Sendable {
     /// ```swift
     /// bag += listener.openConnections.onValue { count in logger.info("\(count) open connections") }
     /// ```
-    public var openConnections: ReadSignal<Int> { accepted.count.readOnly() }
+    public var openConnections: ReadSignal<Int> { core.openConnections }
 
     /// Listens on `host` and `port`, 0 for any free port. Callable from any thread: off the loop it
     /// opens the socket on the loop and waits for it (see `EventLoop.performAndWait(_:)`); from async
@@ -211,15 +204,7 @@ public final class TCPListener: @unchecked Sendable {
             bound = SocketAddress(storage: storage)
         }
         let listener = TCPListener(loop: loop, handle: handle, localAddress: bound ?? requested, onAccept: onAccept)
-        if failure == 0 {
-            failure = uv_listen(handle.asStream, backlog) { server, status in
-                Owner.borrow(server?.pointee.data, as: TCPListener.self).accept(status: status)
-            }
-        }
-        guard failure == 0 else {
-            listener.beginClosing()
-            throw EventLoop.error(failure)
-        }
+        try listener.core.listen(backlog: backlog, after: failure)
         loop.nameHandle(handle, kind: .listener, summary: "TCP listener on \(listener.localAddress)", file: file, line: line)
         loop.libuvStateDidChange()
         return listener
@@ -228,35 +213,17 @@ public final class TCPListener: @unchecked Sendable {
     private init(loop: EventLoop, handle: UnsafeMutablePointer<uv_tcp_t>, localAddress: SocketAddress,
                  onAccept: @escaping (TCPConnection) -> Void) {
         self.loop = loop
-        self.handle = handle
         self.localAddress = localAddress
-        self.onAccept = onAccept
-        accepted = AcceptedConnections(loop: loop)
-        handle.pointee.data = Owner.retain(self)
-    }
-
-    private func accept(status: Int32) {
-        guard status == 0, closing.isOpen, let onAccept else {
-            noteFailedAccept(status == 0 ? "the listener is closing" : EventLoop.describe(status))
-            return
+        core = StreamListenerCore(loop: loop, handle: handle, placeKey: "address", place: "\(localAddress)") { core in
+            core.accept(
+                making: { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: core.readBuffer) },
+                prepare: { connection in
+                    connection.setNoDelay(true)
+                    let peer = connection.remoteAddress.map { "\($0)" } ?? "an unknown peer"
+                    connection.nameResource("TCP connection from \(peer) (accepted on \(localAddress))")
+                },
+                onAccept: onAccept)
         }
-        let accepted = StreamConnection.accept(
-            from: handle.asStream,
-            making: { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: readBuffer) },
-            failed: { noteFailedAccept($0) })
-        guard let connection = accepted else { return }
-        connection.setNoDelay(true)
-        let peer = connection.remoteAddress.map { "\($0)" } ?? "an unknown peer"
-        connection.nameResource("TCP connection from \(peer) (accepted on \(localAddress))")
-        self.accepted.track(connection)
-        onAccept(connection)
-    }
-
-    /// Counts a failed accept and reports it through ``FlowDiagnostics`` at the 1st, 2nd, 4th, 8th, ...
-    /// failure: a process out of file descriptors fails every accept, and its log must not drown.
-    private func noteFailedAccept(_ reason: @autoclosure () -> String) {
-        guard failedAccepts.countOne() else { return }
-        failedAccepts.report(reason(), loop: loop, placeKey: "address", place: "\(localAddress)")
     }
 
     /// Stops listening. Connections already accepted stay open. The future completes once libuv has
@@ -267,7 +234,7 @@ public final class TCPListener: @unchecked Sendable {
     /// ```
     @discardableResult
     public func close() -> Future<Void> {
-        closing.close(on: loop, caller: "TCPListener.close") { [self] in beginClosing() }
+        core.close(caller: "TCPListener.close")
     }
 
     /// Stops accepting, lets the open connections finish for up to `deadline` seconds from now, then
@@ -285,23 +252,7 @@ public final class TCPListener: @unchecked Sendable {
     ///   for every connection to close. NaN or a negative deadline stops the program with a message.
     @discardableResult
     public func closeGracefully(deadline: Double) -> Future<Int> {
-        accepted.closeGracefully(deadline: deadline, caller: "TCPListener.closeGracefully") { [self] in close() }
-    }
-
-    private func beginClosing() {
-        guard closing.beginClosing() else { return }
-        loop.forgetHandle(handle)
-        uv_close(handle.asHandle) { handle in
-            let listener = Owner.release(handle?.pointee.data, as: TCPListener.self)
-            listener.didClose()
-        }
-        loop.libuvStateDidChange()
-    }
-
-    private func didClose() {
-        handle.deallocate()
-        onAccept = nil
-        closing.didClose()
+        core.closeGracefully(deadline: deadline, caller: "TCPListener.closeGracefully") { [self] in close() }
     }
 }
 

@@ -42,10 +42,6 @@ public final class UDPSocket: @unchecked Sendable {
     private let datagramStreams = ContinuationFanOut<Datagram>()
     private var isOpen: Bool { closing.isOpen }
 
-    private var baseHandle: UnsafeMutablePointer<uv_handle_t> {
-        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
-    }
-
     /// Binds a socket to `host` (a numeric address or a name, resolved on the calling thread) and
     /// `port`, 0 for any free port. Callable from any thread: off the loop it opens the socket on the
     /// loop and waits for it; from async code use ``bindAsync(host:port:reuseAddress:on:)``, which never
@@ -485,13 +481,11 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     private func beginClosing() {
-        guard closing.beginClosing() else { return }
-        loop.forgetHandle(handle)
+        guard isOpen else { return }
         datagramStreams.finish()
-        uv_close(baseHandle) { handle in
+        closing.closeHandle(handle, on: loop) { handle in
             Owner.release(handle?.pointee.data, as: UDPSocket.self).didClose()
         }
-        loop.libuvStateDidChange()
     }
 
     private func didClose() {
