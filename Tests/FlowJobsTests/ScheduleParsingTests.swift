@@ -179,3 +179,35 @@ struct ScheduleParsingTests {
         #expect(throws: ScheduleError.self) { try JobSchedule.every(.seconds(-5)) }
     }
 }
+
+@Suite("Schedules: catch-up after downtime")
+struct ScheduleCatchUpTests {
+    @Test("none, the latest, or the newest few of the missed ticks fire, oldest first")
+    func cronPolicies() throws {
+        let hourly = try JobSchedule(cron: "@hourly")
+        let lastFired = utc("2026-01-01T00:00:00Z")
+        let now = utc("2026-01-01T05:30:00Z")
+        #expect(hourly.missedTicks(after: lastFired, through: now, catchUp: .none).isEmpty)
+        #expect(hourly.missedTicks(after: lastFired, through: now, catchUp: .latest) == [utc("2026-01-01T05:00:00Z")])
+        #expect(
+            hourly.missedTicks(after: lastFired, through: now, catchUp: .all(limit: 3))
+                == ["2026-01-01T03:00:00Z", "2026-01-01T04:00:00Z", "2026-01-01T05:00:00Z"].map(utc))
+        #expect(hourly.missedTicks(after: lastFired, through: now, catchUp: .all(limit: 100)).count == 5)
+        #expect(hourly.missedTicks(after: now, through: now, catchUp: .all(limit: 100)).isEmpty)
+        #expect(hourly.missedTicks(after: lastFired, through: now, catchUp: .all(limit: 0)).isEmpty)
+    }
+
+    @Test("an interval's missed ticks are the newest multiples of it, however long the downtime")
+    func intervalPolicies() throws {
+        let everySecond = try JobSchedule.every(.seconds(1))
+        let lastFired = Date(timeIntervalSince1970: 1_000)
+        let now = Date(timeIntervalSince1970: 1_000_000.5)
+        #expect(
+            everySecond.missedTicks(after: lastFired, through: now, catchUp: .all(limit: 2))
+                == [Date(timeIntervalSince1970: 999_999), Date(timeIntervalSince1970: 1_000_000)])
+        #expect(
+            everySecond.missedTicks(after: Date(timeIntervalSince1970: 999_998), through: now, catchUp: .all(limit: 9))
+                == [Date(timeIntervalSince1970: 999_999), Date(timeIntervalSince1970: 1_000_000)])
+        #expect(everySecond.missedTicks(after: lastFired, through: now, catchUp: .latest).count == 1)
+    }
+}
