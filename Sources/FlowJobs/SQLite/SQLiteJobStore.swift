@@ -466,8 +466,10 @@ public final class SQLiteJobStore: JobStore {
         for record in expired {
             var lifecycle = record.lifecycle
             try lifecycle.apply(.leaseExpired(maxLeaseExpiries: request.maxLeaseExpiries))
+            // The job keeps its run time, and with it its place among the due jobs: it runs again
+            // as soon as a slot frees, not behind every job that came due while its lease lasted.
             rescued.append(try store(
-                lifecycle, of: record, runAt: now, lastError: record.lastError, worker: record.worker, now: now,
+                lifecycle, of: record, runAt: record.runAt.milliseconds, lastError: record.lastError, worker: record.worker, now: now,
                 on: connection))
         }
 
