@@ -2,9 +2,9 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// Watches a database's files with inotify, on a thread of its own blocked in `read`, and calls
-/// `onChange` after each burst of writes to them: no timer, no polling. Writes that come while
-/// `onChange` runs are coalesced into one more call.
+/// Watches a database's files with inotify, on a thread of its own that sleeps in `poll` with no
+/// timeout, and calls `onChange` after each burst of writes to them: no timer, no polling. Writes
+/// that come while `onChange` runs are coalesced into one more call.
 ///
 /// The writes of this process's own connections are seen as well; the caller tells them apart
 /// (``SQLiteWriter`` compares `PRAGMA data_version`, which only another connection's commit changes).
@@ -12,12 +12,14 @@ final class SQLiteFileWatcher: Sendable {
     private struct State {
         /// Set by ``stop()``.
         var isStopped = false
-        /// Set by the thread once it has closed the descriptor.
+        /// Set by the thread once it has closed its descriptors.
         var isClosed = false
     }
 
+    /// The inotify descriptor.
     private let descriptor: Int32
-    private let watches: [Int32]
+    /// A pipe whose write end ``stop()`` writes to, ending the thread's wait on its read end.
+    private let stopPipe: (read: Int32, write: Int32)
     private let state = Synchronization.Mutex(State())
 
     /// Starts watching those of `paths` that exist; `nil` when none could be watched.
@@ -25,42 +27,53 @@ final class SQLiteFileWatcher: Sendable {
         let descriptor = inotify_init1(Int32(IN_CLOEXEC))
         guard descriptor >= 0 else { return nil }
         let watches = paths.map { inotify_add_watch(descriptor, $0, UInt32(IN_MODIFY)) }.filter { $0 >= 0 }
-        guard !watches.isEmpty else {
+        var pipeEnds: [Int32] = [-1, -1]
+        guard !watches.isEmpty, pipe(&pipeEnds) == 0 else {
             Glibc.close(descriptor)
             return nil
         }
+        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         self.descriptor = descriptor
-        self.watches = watches
+        self.stopPipe = (pipeEnds[0], pipeEnds[1])
         let thread = Thread { [self] in watch(onChange) }
         thread.name = "flow.jobs.sqlite-watcher"
         thread.start()
     }
 
-    /// Stops watching; the thread closes the descriptor and ends. Calls after the first do nothing.
+    /// Stops watching; the thread closes its descriptors and ends. Calls after the first do nothing.
     func stop() {
         state.withLock { state in
             guard !state.isStopped else { return }
             state.isStopped = true
             guard !state.isClosed else { return }
-            // Removing a watch queues an IN_IGNORED event, which ends the thread's read.
-            for watch in watches { inotify_rm_watch(descriptor, watch) }
+            var byte: UInt8 = 1
+            _ = write(stopPipe.write, &byte, 1)
         }
     }
 
     private func watch(_ onChange: @Sendable () -> Void) {
         var buffer = [UInt8](repeating: 0, count: 4096)
+        var descriptors = [
+            pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
+            let ready = poll(&descriptors, 2, -1)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0, descriptors[1].revents == 0, descriptors[0].revents == Int16(POLLIN) else { break }
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            // Under the lock, so that stop() has removed its watches before the descriptor closes.
-            let failed = count < 0 && errno != EINTR
-            let ends = state.withLock { state in
-                guard state.isStopped || failed else { return false }
-                Glibc.close(descriptor)
-                state.isClosed = true
-                return true
+            if count > 0 {
+                onChange()
+            } else if count < 0 && errno != EINTR {
+                break
             }
-            if ends { return }
-            if count > 0 { onChange() }
+        }
+        // Under the lock, so that stop() never writes to a closed descriptor.
+        state.withLock { state in
+            Glibc.close(descriptor)
+            Glibc.close(stopPipe.read)
+            Glibc.close(stopPipe.write)
+            state.isClosed = true
         }
     }
 }
