@@ -3,8 +3,9 @@ import Glibc
 import Synchronization
 
 /// Watches a database's files with inotify, on a thread of its own that sleeps in `poll` with no
-/// timeout, and calls `onChange` after each burst of writes to them: no timer, no polling. Writes
-/// that come while `onChange` runs are coalesced into one more call.
+/// timeout while nothing is written, and calls `onChange` after each burst of writes to them (and
+/// twice more shortly after it): no timer and no polling while idle. Writes that come while
+/// `onChange` runs are coalesced into one more call.
 ///
 /// The writes of this process's own connections are seen as well; the caller tells them apart
 /// (``SQLiteWriter`` compares `PRAGMA data_version`, which only another connection's commit changes).
@@ -57,13 +58,24 @@ final class SQLiteFileWatcher: Sendable {
             pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
         ]
+        // A commit writes the -wal file, then publishes itself in the -shm index, which inotify does
+        // not see: a check at the write may come too early. So each burst is checked at once, then
+        // again 1 ms and 10 ms later (unless more writes come first); after that the thread sleeps
+        // until the next write.
+        var followUps: ArraySlice<Int32> = []
         while true {
-            let ready = poll(&descriptors, 2, -1)
+            let ready = poll(&descriptors, 2, followUps.first ?? -1)
             if ready < 0 && errno == EINTR { continue }
+            if ready == 0 {
+                followUps.removeFirst()
+                onChange()
+                continue
+            }
             guard ready > 0, descriptors[1].revents == 0, descriptors[0].revents == Int16(POLLIN) else { break }
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 onChange()
+                followUps = [1, 10]
             } else if count < 0 && errno != EINTR {
                 break
             }
