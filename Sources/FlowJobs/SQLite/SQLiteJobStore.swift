@@ -451,7 +451,11 @@ public final class SQLiteJobStore: JobStore {
                 .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
                 job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now), encodeTraceContext(job.traceContext),
             ])
-        connection.pendingNotifications.append(.enqueued(queues: [job.queue]))
+        // One notification for a run of enqueues to a queue (a batch of a thousand is one, not a thousand).
+        if case .enqueued(let queues)? = connection.pendingNotifications.last, queues.contains(job.queue) {
+        } else {
+            connection.pendingNotifications.append(.enqueued(queues: [job.queue]))
+        }
         return EnqueuedJob(
             id: JobID(rawValue: rows.first?.first?.integerValue ?? 0), isDuplicate: false, state: lifecycle.state)
     }

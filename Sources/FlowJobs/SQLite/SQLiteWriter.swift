@@ -214,11 +214,20 @@ final class SQLiteWriter: Sendable {
             guard let connection else { return batch.map { _ in (JobStoreError.closed, []) } }
             return runTransaction(batch, on: connection)
         }
+        // The batch's enqueues as one notification: observers (workers) claim once per commit.
+        var enqueuedQueues: Set<String> = []
         var notifications: [JobStoreNotification] = []
         for (request, outcome) in zip(batch, outcomes) {
-            notifications += outcome.1
+            for notification in outcome.1 {
+                if case .enqueued(let queues) = notification {
+                    enqueuedQueues.formUnion(queues)
+                } else {
+                    notifications.append(notification)
+                }
+            }
             request.settle(outcome.0)
         }
+        if !enqueuedQueues.isEmpty { notifications.insert(.enqueued(queues: enqueuedQueues), at: 0) }
         publish(notifications)
     }
 
