@@ -114,12 +114,9 @@ struct WorkCommand: ParsableCommand {
     @Option(help: "Seconds running jobs may take to finish once a stop is asked for.")
     var gracePeriod: Double = 10
 
-    @Option(help: "Seconds between looks for jobs enqueued by other processes.")
-    var pollInterval: Double = 0.5
-
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1, not \(concurrency).") }
-        for (name, value) in [("--lease", lease), ("--grace-period", gracePeriod), ("--poll-interval", pollInterval)] {
+        for (name, value) in [("--lease", lease), ("--grace-period", gracePeriod)] {
             guard value > 0, value.isFinite else { throw ValidationError("\(name) must be a positive number of seconds.") }
         }
     }
@@ -154,18 +151,9 @@ struct WorkCommand: ParsableCommand {
         }
         say("worker ready: \(database.database), \(concurrency) at a time")
         worker.start()
-        // The worker hears of jobs enqueued in this process at once; those enqueued by other processes
-        // (`JobRunner enqueue`) it learns of at this interval.
-        pollForOtherProcesses(store, every: pollInterval)
+        // Jobs enqueued by other processes (`JobRunner enqueue`) wake it too: the store watches the
+        // database's files, so nothing polls.
         withExtendedLifetime(signals) { _ = try? EventLoop.main.run() }
-    }
-}
-
-/// Wakes the worker every `interval` seconds to claim jobs other processes enqueued.
-func pollForOtherProcesses(_ store: SQLiteJobStore, every interval: Double) {
-    _ = EventLoop.main.execute(after: interval) {
-        store.didCommitEnqueues(inQueues: [greet.queue])
-        pollForOtherProcesses(store, every: interval)
     }
 }
 

@@ -186,6 +186,23 @@ struct JobStoreConformanceTests {
     }
 
     @Test(arguments: JobStoreFactory.all)
+    func aRescuedJobKeepsItsRunTimeAndRunsBeforeJobsThatCameDueDuringItsLease(_ factory: JobStoreFactory)
+        async throws
+    {
+        let subject = try Subject(factory)
+        let killed = try await subject.enqueue()
+        let first = try #require(try await subject.claim(worker: "dead", lease: .seconds(15)).jobs.first)
+        #expect(first.id == killed.id)
+        subject.wallClock.advance(by: 5)
+        let later = [try await subject.enqueue(), try await subject.enqueue()]
+        subject.wallClock.advance(by: 10)
+        let next = try await subject.claim(["default": 1], worker: "alive")
+        #expect(next.rescued.map(\.id) == [killed.id])
+        #expect(next.jobs.map(\.id) == [killed.id], "the rescued job runs first, not behind \(later.map(\.id))")
+        #expect(next.jobs.first?.runAt == first.runAt, "it keeps its original run time")
+    }
+
+    @Test(arguments: JobStoreFactory.all)
     func aJobWhoseLeaseKeepsExpiringWithNoErrorIsQuarantinedNamingItsLastWorker(_ factory: JobStoreFactory)
         async throws
     {

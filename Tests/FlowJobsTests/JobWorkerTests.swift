@@ -599,3 +599,43 @@ struct JobWorkerMetricsTests {
         #expect(try metrics.expectCounter("flow_jobs_quarantined", labels).totalValue == 1)
     }
 }
+
+@Suite("JobWorker and other processes")
+struct JobWorkerOtherProcessTests {
+    /// Two stores on one file behave as two processes: neither's writer commits for the other.
+    @Test(.timeLimit(.minutes(1)))
+    func anEnqueueThroughAnotherStoreOnTheFileWakesAnIdleWorkerThatArmedNoTimer() async throws {
+        let jobs = VirtualJobs()
+        let workerStore = try jobs.openStore()
+        let otherProcess = try jobs.openStore()
+        let worker = JobWorker(
+            store: workerStore, scheduler: jobs.scheduler, configuration: .init(identity: "worker-1"))
+        let seen = Synchronization.Mutex<[String]>([])
+        worker.register(message) { payload, _ in
+            seen.withLock { $0.append(payload.text) }
+            return Future()
+        }
+        worker.start()
+        jobs.clock.advance(by: .zero)
+        #expect(seen.withLock { $0 }.isEmpty)
+        #expect(jobs.clock.pendingCount == 0, "an idle worker arms no timer: it does not poll")
+
+        // Observers hear a commit in the order they came: the worker has claimed when this one hears.
+        let (heard, heardContinuation) = AsyncStream<Set<String>>.makeStream()
+        let observation = workerStore.observe { notification in
+            if case .enqueued(let queues) = notification { heardContinuation.yield(queues) }
+        }
+        defer { observation.dispose() }
+        let handle = try completed(JobClient(store: otherProcess).enqueue(message, Message(text: "from afar")))
+        var notifications = heard.makeAsyncIterator()
+        #expect(await notifications.next() == ["default"])
+        jobs.clock.advance(by: .zero)
+        #expect(seen.withLock { $0 } == ["from afar"])
+        jobs.clock.advance(by: .zero)
+        #expect(try completed(workerStore.job(handle.id))?.state == .completed)
+        #expect(jobs.clock.pendingCount == 0, "idle again, still no timer")
+        try completed(worker.shutdown(gracePeriod: .seconds(1)))
+        try completed(workerStore.close())
+        try completed(otherProcess.close())
+    }
+}

@@ -351,7 +351,9 @@ struct SQLiteJobStoreTests {
         let records = try await store.jobs(state: nil, queue: nil, limit: 10).get()
         #expect(records.map(\.id) == [enqueued.id] && records[0].state == .available)
         #expect(own.text("SELECT group_concat(id) FROM orders") == "2")
-        #expect(heard.withLock { $0 } == [.enqueued(queues: ["default"])])
+        // didCommitEnqueues at once; the store's watch of its files may hear the commit too.
+        let notifications = heard.withLock { $0 }
+        #expect(!notifications.isEmpty && notifications.allSatisfy { $0 == .enqueued(queues: ["default"]) })
         try await store.close().get()
     }
 

@@ -160,7 +160,7 @@ struct JobsHelpTests {
         let run = try jobRunner(["--help"])
         #expect(run.status == 0 && run.output.contains("enqueue") && run.output.contains("work"), "\(run.output)")
         let work = try jobRunner(["work", "--help"])
-        for option in ["--database", "--concurrency", "--lease", "--grace-period", "--poll-interval"] {
+        for option in ["--database", "--concurrency", "--lease", "--grace-period"] {
             #expect(work.output.contains(option), "JobRunner work --help does not describe \(option)")
         }
     }

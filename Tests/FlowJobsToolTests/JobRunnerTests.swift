@@ -64,7 +64,7 @@ struct JobRunnerTests {
     }
 
     @Test func aJobEnqueuedByAnotherProcessWhileTheWorkerRunsIsRun() throws {
-        let worker = try startWorker(["--poll-interval", "0.05"])
+        let worker = try startWorker()
         defer { worker.stop() }
         let id = try #require(try enqueue(["--message", "from afar"]).first)
         #expect(worker.readLine { $0 == "job #\(id) completed after 1 attempt" } != nil)

@@ -2,6 +2,7 @@ import CSQLite
 import Flow
 import FlowTimers
 import Foundation
+import Synchronization
 
 /// A ``JobStore`` in an SQLite database: a file, or memory for tests. No server, and jobs survive a
 /// kill -9 of the process once their enqueue's future has completed.
@@ -84,6 +85,9 @@ public final class SQLiteJobStore: JobStore {
     private let writer: SQLiteWriter
     /// The read connection of a file store; `nil` in memory, where reads go through the writer.
     private let reader: SQLiteReader?
+    /// The watch of a file store's files for other connections' commits, from the first observer on
+    /// (`started`), until the store closes.
+    private let fileWatch = Synchronization.Mutex<(started: Bool, watcher: SQLiteFileWatcher?)>((false, nil))
 
     /// Opens the database at `path`, creating it and its tables when missing, and migrating an older
     /// schema. Blocks the calling thread while it opens and migrates.
@@ -129,6 +133,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     deinit {
+        fileWatch.withLock { $0.watcher }?.stop()
         writer.close()
         reader?.close()
     }
@@ -138,7 +143,11 @@ public final class SQLiteJobStore: JobStore {
     /// (its file descriptors with it).
     @discardableResult
     public func close() -> Future<Void> {
-        Future<Void>(on: .none) { [writer, reader] completion in
+        fileWatch.withLock { watch in
+            watch.started = true
+            return watch.watcher
+        }?.stop()
+        return Future<Void>(on: .none) { [writer, reader] completion in
             writer.close {
                 if let reader {
                     reader.close { completion(.success(())) }
@@ -364,8 +373,10 @@ public final class SQLiteJobStore: JobStore {
     /// ```
     ///
     /// The connection must be opened with the SQLite this store links (the system's libsqlite3), on
-    /// this store's database, and be inside a transaction (a misuse stops the program with a message). Workers of this process hear of the job only through
-    /// ``didCommitEnqueues(inQueues:)``, or at their next claim. Runs on the calling thread.
+    /// this store's database, and be inside a transaction (a misuse stops the program with a message). Workers
+    /// hear of the commit through the store's watch of its files (see ``observe(_:)``); call
+    /// ``didCommitEnqueues(inQueues:)`` to wake this process's workers without that hop. Runs on the
+    /// calling thread.
     ///
     /// - Parameters:
     ///   - job: the job, as ``JobKind/newJob(_:options:clock:)`` describes it.
@@ -387,8 +398,27 @@ public final class SQLiteJobStore: JobStore {
     }
 
     /// Calls `observer` after commits in this process; see ``JobStore/observe(_:)``.
+    ///
+    /// A file store also hears of other processes' commits, without polling: from the first observer
+    /// on, it watches the database and its `-wal` file (inotify, on a thread of its own that sleeps
+    /// until they are written), and after each burst of writes compares SQLite's `PRAGMA data_version`,
+    /// which only another connection's commit changes. When it changed, the queues with claimable jobs
+    /// are published as enqueued, so that idle workers claim at once.
     public func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
-        writer.observe(observer)
+        let observation = writer.observe(observer)
+        if reader != nil { watchOtherConnections() }
+        return observation
+    }
+
+    private func watchOtherConnections() {
+        let path = path
+        fileWatch.withLock { [writer] watch in
+            guard !watch.started else { return }
+            watch.started = true
+            watch.watcher = SQLiteFileWatcher(paths: [path + "-wal", path]) { writer.databaseFilesChanged() }
+            // After the watch starts: a commit between the two is caught by the caller's first claim.
+            writer.recordDataVersion()
+        }
     }
 
     // MARK: SQL
@@ -421,7 +451,11 @@ public final class SQLiteJobStore: JobStore {
                 .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
                 job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now), encodeTraceContext(job.traceContext),
             ])
-        connection.pendingNotifications.append(.enqueued(queues: [job.queue]))
+        // One notification for a run of enqueues to a queue (a batch of a thousand is one, not a thousand).
+        if case .enqueued(let queues)? = connection.pendingNotifications.last, queues.contains(job.queue) {
+        } else {
+            connection.pendingNotifications.append(.enqueued(queues: [job.queue]))
+        }
         return EnqueuedJob(
             id: JobID(rawValue: rows.first?.first?.integerValue ?? 0), isDuplicate: false, state: lifecycle.state)
     }
@@ -436,8 +470,10 @@ public final class SQLiteJobStore: JobStore {
         for record in expired {
             var lifecycle = record.lifecycle
             try lifecycle.apply(.leaseExpired(maxLeaseExpiries: request.maxLeaseExpiries))
+            // The job keeps its run time, and with it its place among the due jobs: it runs again
+            // as soon as a slot frees, not behind every job that came due while its lease lasted.
             rescued.append(try store(
-                lifecycle, of: record, runAt: now, lastError: record.lastError, worker: record.worker, now: now,
+                lifecycle, of: record, runAt: record.runAt.milliseconds, lastError: record.lastError, worker: record.worker, now: now,
                 on: connection))
         }
 

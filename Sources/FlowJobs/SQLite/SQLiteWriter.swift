@@ -39,6 +39,10 @@ final class SQLiteWriter: Sendable {
     private let busyRetryLimit: Int
     private let busyBackoff: Backoff
     private let onBusyRetry: (@Sendable (Int) -> Void)?
+    /// Set when the database's files changed: the writer thread checks for other connections' commits.
+    private let needsCommitCheck = Atomic<Bool>(false)
+    /// `PRAGMA data_version` at the last check: it changes only when another connection commits.
+    private let dataVersion = Synchronization.Mutex<Int64?>(nil)
     private let observers = Synchronization.Mutex<(next: UInt64, byKey: [UInt64: @Sendable (JobStoreNotification) -> Void])>(
         (0, [:]))
 
@@ -132,9 +136,48 @@ final class SQLiteWriter: Sendable {
         publish(notifications)
     }
 
+    /// Keeps the database's current `PRAGMA data_version`, against which later checks compare.
+    func recordDataVersion() {
+        connection.withLock { connection in
+            let version = try? connection?.query("PRAGMA data_version").first?.first?.integerValue
+            dataVersion.withLock { $0 = version }
+        }
+    }
+
+    /// Called when the database's files changed: checks whether another connection committed (on the
+    /// writer thread, or at once with ``SQLiteJobStore/Execution/callingThread``).
+    func databaseFilesChanged() {
+        guard usesWriterThread else {
+            checkForOtherCommits()
+            return
+        }
+        // One pending check covers every change before it runs.
+        if !needsCommitCheck.exchange(true, ordering: .acquiringAndReleasing) { wakeWriter.signal() }
+    }
+
+    /// When another connection committed since the last check, publishes the queues that have
+    /// claimable jobs as enqueued, so that this process's workers claim.
+    private func checkForOtherCommits() {
+        let queues = connection.withLock { connection -> Set<String> in
+            guard let connection,
+                let version = try? connection.query("PRAGMA data_version").first?.first?.integerValue
+            else { return [] }
+            let changed = dataVersion.withLock { recorded in
+                defer { recorded = version }
+                return recorded != version
+            }
+            guard changed else { return [] }
+            let rows = try? connection.query(
+                "SELECT DISTINCT queue FROM flow_jobs WHERE state IN \(SQLiteJobStore.claimableStates)")
+            return Set((rows ?? []).compactMap { $0.first?.textValue })
+        }
+        if !queues.isEmpty { publish([.enqueued(queues: queues)]) }
+    }
+
     private func publish(_ notifications: [JobStoreNotification]) {
         guard !notifications.isEmpty else { return }
-        let current = observers.withLock { Array($0.byKey.values) }
+        // In the order the observers came.
+        let current = observers.withLock { $0.byKey.sorted { $0.key < $1.key }.map(\.value) }
         for notification in notifications {
             for observer in current { observer(notification) }
         }
@@ -145,6 +188,7 @@ final class SQLiteWriter: Sendable {
     private func runWriterThread() {
         while true {
             wakeWriter.wait()
+            if needsCommitCheck.exchange(false, ordering: .acquiringAndReleasing) { checkForOtherCommits() }
             let (batch, isClosed) = queue.withLock { queue in
                 defer { queue.requests.removeAll(keepingCapacity: true) }
                 return (queue.requests, queue.isClosed)
@@ -170,11 +214,20 @@ final class SQLiteWriter: Sendable {
             guard let connection else { return batch.map { _ in (JobStoreError.closed, []) } }
             return runTransaction(batch, on: connection)
         }
+        // The batch's enqueues as one notification: observers (workers) claim once per commit.
+        var enqueuedQueues: Set<String> = []
         var notifications: [JobStoreNotification] = []
         for (request, outcome) in zip(batch, outcomes) {
-            notifications += outcome.1
+            for notification in outcome.1 {
+                if case .enqueued(let queues) = notification {
+                    enqueuedQueues.formUnion(queues)
+                } else {
+                    notifications.append(notification)
+                }
+            }
             request.settle(outcome.0)
         }
+        if !enqueuedQueues.isEmpty { notifications.insert(.enqueued(queues: enqueuedQueues), at: 0) }
         publish(notifications)
     }
 

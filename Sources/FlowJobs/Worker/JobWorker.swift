@@ -19,7 +19,8 @@ import Tracing
 /// ```
 ///
 /// - **Time**: due times and lease ends are armed as timers on the worker's scheduler; an idle worker
-///   does no polling, and an enqueue in this process wakes it at once.
+///   does no polling, and an enqueue in this process wakes it at once (one in another process, through
+///   ``SQLiteJobStore``'s watch of the database's files).
 /// - **Attempts**: a handler's failure is retried after the kind's ``JobKind/backoff`` while attempts
 ///   remain; a timeout cancels the handler's future and fails the attempt with `TimeoutError`; a
 ///   payload that no longer decodes discards the job with the decoding error recorded.

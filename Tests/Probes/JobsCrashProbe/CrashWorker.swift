@@ -94,8 +94,8 @@ enum CrashWorker {
                 }
             }
             worker.start()
-            // Jobs enqueued by the driver, another process, are not announced to this one's worker.
-            pollForOtherProcesses(base)
+            // Jobs enqueued by the driver, another process, wake the worker through the store's watch
+            // of the database's files: nothing polls.
             try withExtendedLifetime(signals) { try EventLoop.main.run() }
         } catch {
             printError("JobsCrashProbe worker: \(error)\n")
@@ -104,12 +104,6 @@ enum CrashWorker {
         return 0
     }
 
-    static func pollForOtherProcesses(_ store: SQLiteJobStore) {
-        _ = EventLoop.main.execute(after: 0.1) {
-            store.didCommitEnqueues(inQueues: [crashJob.queue])
-            pollForOtherProcesses(store)
-        }
-    }
 }
 
 /// The failure of a crash-test job's first attempts.
