@@ -119,7 +119,13 @@ struct AllocationTests {
         }
         // The future (80-byte chunk), its callback's handle (32) and the onValue future (96).
         #expect(counted.value.allocations == Thresholds.pendingFutureWithOnValue)
-        #expect(counted.value.bytes == Thresholds.pendingFutureWithOnValueBytes)
+        // Bytes per future, within less than one 16-byte malloc chunk: a bigger object or another
+        // allocation per future adds at least 16, while a single allocation the process makes on this
+        // thread now and then (1 KiB over the 1,000 futures is 1 B each) must not fail the test.
+        #expect(
+            (Thresholds.pendingFutureWithOnValueBytes..<Thresholds.pendingFutureWithOnValueBytes + 16)
+                .contains(counted.value.bytes),
+            "bytes per pending future with its onValue: \(counted.value.bytes)")
     }
 
     @Test("a job posted to the loop from the loop's own work")

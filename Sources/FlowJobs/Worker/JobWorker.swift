@@ -180,12 +180,23 @@ public final class JobWorker: Sendable {
     deinit {
         // A worker let go without a shutdown stops listening and waking; its running jobs' leases
         // lapse and other workers rescue them.
-        let (observation, wakeTimer, running) = state.withLock { state in
-            (state.storeObservation, state.wakeTimer, Array(state.running.values))
+        // A drain still waiting for its attempts' ends will not see them: its future fails with
+        // `FutureError.aborted` rather than staying pending.
+        let (observation, wakeTimer, running, drain, drainDeadline) = state.withLock { state in
+            defer {
+                state.drainCompletion = nil
+                state.drainDeadline = nil
+            }
+            return (
+                state.storeObservation, state.wakeTimer, Array(state.running.values), state.drainCompletion,
+                state.drainDeadline
+            )
         }
         observation?.dispose()
         wakeTimer?.dispose()
+        drainDeadline?.dispose()
         for attempt in running { attempt.timers.dispose() }
+        drain?(.failure(FutureError.aborted))
     }
 
     // MARK: Registering handlers
@@ -258,7 +269,8 @@ public final class JobWorker: Sendable {
 
     /// Stops claiming, lets running attempts finish for up to `gracePeriod`, then cancels those still
     /// running and gives their jobs back to the store (available at once, the attempt not counted).
-    /// The future completes once every attempt's end is recorded.
+    /// The future completes once every attempt's end is recorded, and fails with
+    /// `FutureError.aborted` if the worker is released before that.
     @discardableResult
     public func shutdown(gracePeriod: Duration) -> Future<Void> {
         Future<Void>(on: .none) { completion in
