@@ -26,7 +26,7 @@ public final class JobClient: Sendable {
         var nextKey: UInt64 = 0
     }
 
-    private let waiters = Synchronization.Mutex(Waiters())
+    private let waiters = Locked(Waiters())
 
     /// Creates a client of `store`.
     ///

@@ -6,7 +6,9 @@ private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.
 
 /// One SQLite connection, used by one thread at a time: the store's writer holds it and never shares
 /// it while a statement runs.
-final class SQLiteConnection {
+// @unchecked Sendable: a connection is used by one thread at a time, always inside the `Locked` of the
+// writer or reader that owns it (SQLiteWriter.connection, SQLiteReader.connection).
+final class SQLiteConnection: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     /// Whether this object opened the handle, and so closes it.

@@ -1,3 +1,4 @@
+import Flow
 import Foundation
 import Glibc
 import Synchronization
@@ -21,7 +22,7 @@ final class SQLiteFileWatcher: Sendable {
     private let descriptor: Int32
     /// A pipe whose write end ``stop()`` writes to, ending the thread's wait on its read end.
     private let stopPipe: (read: Int32, write: Int32)
-    private let state = Synchronization.Mutex(State())
+    private let state = Locked(State())
 
     /// Starts watching those of `paths` that exist; `nil` when none could be watched.
     init?(paths: [String], onChange: @escaping @Sendable () -> Void) {

@@ -87,7 +87,7 @@ public final class SQLiteJobStore: JobStore {
     private let reader: SQLiteReader?
     /// The watch of a file store's files for other connections' commits, from the first observer on
     /// (`started`), until the store closes.
-    private let fileWatch = Synchronization.Mutex<(started: Bool, watcher: SQLiteFileWatcher?)>((false, nil))
+    private let fileWatch = Locked<(started: Bool, watcher: SQLiteFileWatcher?)>((false, nil))
 
     /// Opens the database at `path`, creating it and its tables when missing, and migrating an older
     /// schema. Blocks the calling thread while it opens and migrates.

@@ -12,14 +12,14 @@ import Synchronization
 /// Every read is one statement, so it sees one committed state of the database.
 final class SQLiteReader: Sendable {
     /// The connection, `nil` once closed. Locked for a whole read, so it is used by one thread at a time.
-    private let connection: Synchronization.Mutex<SQLiteConnection?>
+    private let connection: Locked<SQLiteConnection?>
     /// Where reads run, or `nil` for the calling thread.
     private let queue: DispatchQueue?
     private let busyRetryLimit: Int
     private let busyBackoff: Backoff
 
     init(connection: sending SQLiteConnection, usesOwnQueue: Bool, busyRetryLimit: Int, busyBackoff: Backoff) {
-        self.connection = Synchronization.Mutex(connection)
+        self.connection = Locked(connection)
         queue = usesOwnQueue ? DispatchQueue(label: "flow.jobs.sqlite-reader") : nil
         self.busyRetryLimit = busyRetryLimit
         self.busyBackoff = busyBackoff

@@ -31,8 +31,8 @@ final class SQLiteWriter: Sendable {
     }
 
     /// The connection, `nil` once closed. Locked for a whole batch, so it is used by one thread at a time.
-    private let connection: Synchronization.Mutex<SQLiteConnection?>
-    private let queue = Synchronization.Mutex(Queue())
+    private let connection: Locked<SQLiteConnection?>
+    private let queue = Locked(Queue())
     /// Signalled once per submitted request and once at close; the writer thread waits on it.
     private let wakeWriter = DispatchSemaphore(value: 0)
     private let usesWriterThread: Bool
@@ -42,15 +42,15 @@ final class SQLiteWriter: Sendable {
     /// Set when the database's files changed: the writer thread checks for other connections' commits.
     private let needsCommitCheck = Atomic<Bool>(false)
     /// `PRAGMA data_version` at the last check: it changes only when another connection commits.
-    private let dataVersion = Synchronization.Mutex<Int64?>(nil)
-    private let observers = Synchronization.Mutex<(next: UInt64, byKey: [UInt64: @Sendable (JobStoreNotification) -> Void])>(
+    private let dataVersion = Locked<Int64?>(nil)
+    private let observers = Locked<(next: UInt64, byKey: [UInt64: @Sendable (JobStoreNotification) -> Void])>(
         (0, [:]))
 
     init(
         connection: sending SQLiteConnection, usesWriterThread: Bool, busyRetryLimit: Int, busyBackoff: Backoff,
         onBusyRetry: (@Sendable (Int) -> Void)?
     ) {
-        self.connection = Synchronization.Mutex(connection)
+        self.connection = Locked(connection)
         self.usesWriterThread = usesWriterThread
         self.busyRetryLimit = busyRetryLimit
         self.busyBackoff = busyBackoff
@@ -67,7 +67,7 @@ final class SQLiteWriter: Sendable {
     /// Runs `work` in the next batch; the future completes with its result after the commit.
     func submit<Value: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> Value) -> Future<Value> {
         Future<Value>(on: .none) { completion in
-            let produced = Synchronization.Mutex<Value?>(nil)
+            let produced = Locked<Value?>(nil)
             self.submit(Request(
                 run: { connection in
                     let value = try work(connection)

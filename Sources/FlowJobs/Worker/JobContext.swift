@@ -22,7 +22,7 @@ public final class JobContext: Sendable {
     /// else top-level. It is also `ServiceContext.current` while the handler is called, so spans the
     /// handler starts then are children of the attempt's.
     public let serviceContext: ServiceContext
-    private let effects = Synchronization.Mutex<[@Sendable (any JobTransaction) throws -> Void]>([])
+    private let effects = Locked<[@Sendable (any JobTransaction) throws -> Void]>([])
 
     init(record: JobRecord, worker: String, serviceContext: ServiceContext = .topLevel) {
         self.record = record

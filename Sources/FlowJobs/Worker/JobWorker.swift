@@ -166,7 +166,7 @@ public final class JobWorker: Sendable {
     public let scheduler: Scheduler
     /// How the worker runs.
     public let configuration: Configuration
-    private let state = Synchronization.Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a worker of `store` whose handlers and timers run on `scheduler` (`Scheduler.current`
     /// by default: a loop's scheduler, or FlowTesting's virtual clock in tests). It claims nothing
@@ -729,7 +729,7 @@ public final class JobWorker: Sendable {
 /// One timer at a time: arming a new one disposes the previous; once disposed, it disposes whatever
 /// it is given.
 final class ReplaceableTimer: Disposable {
-    private let state = Synchronization.Mutex<(current: Disposable?, isDisposed: Bool)>((nil, false))
+    private let state = Locked<(current: Disposable?, isDisposed: Bool)>((nil, false))
 
     func replace(with timer: Disposable) {
         let (previous, isDisposed) = state.withLock { state -> (Disposable?, Bool) in
