@@ -82,7 +82,7 @@ public final class SQLiteJobStore: JobStore {
     public let clock: JobClock
     /// The database file's path, or `:memory:`.
     public let path: String
-    private let writer: SQLiteWriter
+    let writer: SQLiteWriter
     /// The read connection of a file store; `nil` in memory, where reads go through the writer.
     private let reader: SQLiteReader?
     /// The watch of a file store's files for other connections' commits, from the first observer on

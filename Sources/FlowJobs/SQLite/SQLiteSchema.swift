@@ -48,6 +48,29 @@ enum SQLiteSchema {
         ALTER TABLE flow_jobs ADD COLUMN trace_context TEXT;
         ALTER TABLE flow_jobs ADD COLUMN first_attempt_trace_context TEXT;
         """,
+        // 4: schedules' state shared by every process, and one permanent record per fired tick: its
+        // primary key (schedule, fire time) is what lets a tick enqueue its job only once, even after
+        // that job finished (the jobs' unique index covers unfinished jobs only).
+        """
+        CREATE TABLE flow_schedules (
+            name TEXT PRIMARY KEY,
+            description TEXT NOT NULL,
+            last_fired_at INTEGER,
+            next_fire_at INTEGER,
+            paused INTEGER NOT NULL DEFAULT 0,
+            last_job_id INTEGER,
+            deferred_fire_at INTEGER,
+            created_at INTEGER NOT NULL
+        );
+        CREATE TABLE flow_schedule_ticks (
+            schedule TEXT NOT NULL,
+            fire_at INTEGER NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('enqueued', 'skipped', 'deferred')),
+            job_id INTEGER,
+            recorded_at INTEGER NOT NULL,
+            PRIMARY KEY (schedule, fire_at)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The schema version this code writes.

@@ -69,6 +69,21 @@ public protocol JobStore: AnyObject, Sendable {
     /// Calls `observer` after each commit that enqueued jobs, requested a running job's cancellation or
     /// finished a job, in this process. Dispose the result to stop.
     func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable
+
+    /// Fires a schedule's due and missed ticks in one transaction: each tick (schedule name, fire time)
+    /// enqueues its job at most once in the store's lifetime, whatever the number of callers, and the
+    /// schedule's state (last fired tick, paused) is kept for every process. A paused schedule fires
+    /// nothing. A default implementation fails with ``ScheduleStoreError/unsupported(store:)``.
+    func fireSchedule(_ firing: ScheduleFiring) -> Future<ScheduleFiringResult>
+
+    /// The schedules the store has seen fired, in name order. A default implementation fails with
+    /// ``ScheduleStoreError/unsupported(store:)``.
+    func schedules() -> Future<[ScheduleState]>
+
+    /// Pauses or resumes the schedule `name`, for every worker and process; answers its state after the
+    /// change, or `nil` when the store has never seen the schedule. A default implementation fails with
+    /// ``ScheduleStoreError/unsupported(store:)``.
+    func setSchedulePaused(_ isPaused: Bool, name: String) -> Future<ScheduleState?>
 }
 
 extension JobStore {

@@ -167,6 +167,8 @@ public final class JobWorker: Sendable {
     /// How the worker runs.
     public let configuration: Configuration
     private let state = Locked(State())
+    /// The schedules declared with ``schedule(_:_:job:payload:overlap:catchUp:)`` and their timers.
+    let declaredSchedules = JobWorkerSchedules()
 
     /// Creates a worker of `store` whose handlers and timers run on `scheduler` (`Scheduler.current`
     /// by default: a loop's scheduler, or FlowTesting's virtual clock in tests). It claims nothing
@@ -265,6 +267,7 @@ public final class JobWorker: Sendable {
             misuseFailure("JobWorker.start(): a worker starts once")
         }
         claimIfPossible()
+        startSchedules()
     }
 
     /// Stops claiming, lets running attempts finish for up to `gracePeriod`, then cancels those still
@@ -274,6 +277,7 @@ public final class JobWorker: Sendable {
     @discardableResult
     public func shutdown(gracePeriod: Duration) -> Future<Void> {
         Future<Void>(on: .none) { completion in
+            self.stopSchedules()
             let (isIdle, timers) = self.state.withLock { state -> (Bool, [Disposable?]) in
                 let timers = [state.wakeTimer, state.storeObservation]
                 state.wakeTimer = nil
@@ -325,6 +329,7 @@ public final class JobWorker: Sendable {
             attempt.observation?.cancel()
         }
         disposables.forEach { $0?.dispose() }
+        stopSchedules()
     }
 
     /// How many attempts are running now.

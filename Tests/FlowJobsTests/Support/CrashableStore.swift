@@ -8,7 +8,8 @@ import Synchronization
 /// to crash before forwarding it (`.before`), after it committed (`.after`), or not at all.
 final class CrashableStore: JobStore {
     enum Call: Sendable {
-        case enqueue, claim, heartbeat(JobLease), finish(JobLease), release(JobLease), other
+        case enqueue, claim, heartbeat(JobLease), finish(JobLease), release(JobLease), fireSchedule(ScheduleFiring)
+        case other
     }
 
     enum Decision: Sendable {
@@ -94,6 +95,16 @@ final class CrashableStore: JobStore {
 
     func transaction<Value: Sendable>(_ body: @escaping @Sendable (any JobTransaction) throws -> Value) -> Future<Value> {
         pass(.other) { base.transaction(body) }
+    }
+
+    func fireSchedule(_ firing: ScheduleFiring) -> Future<ScheduleFiringResult> {
+        pass(.fireSchedule(firing)) { base.fireSchedule(firing) }
+    }
+
+    func schedules() -> Future<[ScheduleState]> { pass(.other) { base.schedules() } }
+
+    func setSchedulePaused(_ isPaused: Bool, name: String) -> Future<ScheduleState?> {
+        pass(.other) { base.setSchedulePaused(isPaused, name: name) }
     }
 
     func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
