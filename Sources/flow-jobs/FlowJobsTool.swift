@@ -23,7 +23,7 @@ struct FlowJobsTool: ParsableCommand {
             """,
         subcommands: [
             ListCommand.self, InspectCommand.self, StatsCommand.self, RetryCommand.self, CancelCommand.self,
-            DiscardCommand.self, PurgeCommand.self,
+            DiscardCommand.self, PurgeCommand.self, SchedulesCommand.self, PauseCommand.self, ResumeCommand.self,
         ])
 }
 
