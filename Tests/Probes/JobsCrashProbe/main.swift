@@ -10,6 +10,12 @@
 // replays the same schedule of kills and crash points and the same jobs.
 //
 // `driver` and `worker` are the roles the controller starts this same program in.
+//
+//     JobsCrashProbe schedules [--seed N] [--seconds 24]
+//
+// The schedules mode (issue #41): two, then three `scheduler` processes fire one schedule on one SQLite
+// file while SIGKILLs land on them, mostly as a tick is enqueued; then every tick must have exactly one
+// job (ScheduleScheduler.swift).
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +29,13 @@ case "driver":
     exit(Driver.main(Array(arguments.dropFirst())))
 case "worker":
     exit(CrashWorker.main(Array(arguments.dropFirst())))
+case "schedules":
+    exit(ScheduleController.main(Array(arguments.dropFirst())))
+case "scheduler":
+    exit(ScheduleScheduler.main(Array(arguments.dropFirst())))
 default:
-    printError("usage: JobsCrashProbe run [--seed N] [--jobs N] [--lease SECONDS] [--time-limit SECONDS]\n")
+    printError(
+        "usage: JobsCrashProbe run [--seed N] [--jobs N] [--lease SECONDS] [--time-limit SECONDS]\n"
+            + "       JobsCrashProbe schedules [--seed N] [--seconds S]\n")
     exit(64)
 }
