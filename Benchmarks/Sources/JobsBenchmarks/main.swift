@@ -1,4 +1,4 @@
-// J1-J5 (issue #37): FlowJobs' SQLite store and worker against the same SQL in a plain C loop
+// J1-J5 (issue #37), J6 (issue #41): FlowJobs' SQLite store and worker against the same SQL in a plain C loop
 // (CSQLiteJobsReference). Benchmarks/jobs runs each in a process of its own, with huey beside them.
 //
 //     JobsBenchmarks <workload> <implementation> <count> <directory>
@@ -82,7 +82,7 @@ final class Finish: Sendable {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let count = Int(arguments[3]) else {
-    printError("usage: JobsBenchmarks <J1|J1-batch|J1-group|J2|J3|J4-idle|J4-loaded|J5> <flow|plain> <count> <directory>\n")
+    printError("usage: JobsBenchmarks <J1|J1-batch|J1-group|J2|J3|J4-idle|J4-loaded|J5|J6> <flow|plain> <count> <directory>\n")
     exit(64)
 }
 let workload = arguments[1], implementation = arguments[2], directory = arguments[4]
@@ -253,6 +253,33 @@ case "J3":
     emit("enqueue_call_to_handler_p50_ms", percentile(fromCall, 0.5))
     emit("enqueue_call_to_handler_p99_ms", percentile(fromCall, 0.99))
     try loop.run(until: worker.shutdown(gracePeriod: .seconds(1)))
+case "J6":
+    // A schedule firing every second on an idle worker: from each tick's instant (kept in its job's unique
+    // key) to its handler's start, for `count` ticks.
+    let latencies = Locked<[Double]>([])
+    let finish = Finish()
+    let worker = JobWorker(
+        store: store, scheduler: loop.scheduler, configuration: .init(concurrencyByQueue: ["default": 4]))
+    let prefix = ScheduleFiring.uniqueKeyPrefix(schedule: "j6")
+    worker.register(noop) { _, context in
+        let started = Date().timeIntervalSince1970 * 1000
+        if let key = context.record.uniqueKey, let tick = Double(key.dropFirst(prefix.count)) {
+            let samples = latencies.withLock { latencies in
+                latencies.append(started - tick)
+                return latencies.count
+            }
+            if samples == count { finish.complete() }
+        }
+        return Future(())
+    }
+    try worker.schedule("j6", try JobSchedule.every(.seconds(1)), job: noop, payload: Noop(n: 0), catchUp: .none)
+    worker.start()
+    try loop.run(until: finish.future)
+    try loop.run(until: worker.shutdown(gracePeriod: .seconds(1)))
+    let values = latencies.withLock { $0 }
+    emit("tick_to_handler_p50_ms", percentile(values, 0.5))
+    emit("tick_to_handler_p99_ms", percentile(values, 0.99))
+    emit("tick_to_handler_max_ms", values.max() ?? 0)
 case "J4-idle":
     try measureDrift(loaded: false)
 case "J4-loaded":
