@@ -197,6 +197,30 @@ struct ScheduleCatchUpTests {
         #expect(hourly.missedTicks(after: lastFired, through: now, catchUp: .all(limit: 0)).isEmpty)
     }
 
+    @Test("after a long downtime a cron schedule keeps its newest ticks, across a daylight-saving change too")
+    func cronLongDowntime() throws {
+        let everyMinute = try JobSchedule(cron: "* * * * *")
+        #expect(
+            everyMinute.missedTicks(
+                after: utc("2024-01-01T00:00:00Z"), through: utc("2026-01-01T00:00:30Z"), catchUp: .all(limit: 3))
+                == ["2025-12-31T23:58:00Z", "2025-12-31T23:59:00Z", "2026-01-01T00:00:00Z"].map(utc))
+        let yearly = try JobSchedule(cron: "@yearly")
+        #expect(
+            yearly.missedTicks(
+                after: utc("2000-01-01T00:00:00Z"), through: utc("2026-06-01T00:00:00Z"), catchUp: .all(limit: 3))
+                == ["2024-01-01T00:00:00Z", "2025-01-01T00:00:00Z", "2026-01-01T00:00:00Z"].map(utc))
+        #expect(
+            yearly.missedTicks(
+                after: utc("2025-06-01T00:00:00Z"), through: utc("2026-06-01T00:00:00Z"), catchUp: .all(limit: 3))
+                == [utc("2026-01-01T00:00:00Z")])
+        // In the second pass of Stockholm's repeated hour (02:40 CET), nothing has fired since 02:45 CEST.
+        let quarterly = try JobSchedule(cron: "*/15 * * * *", timeZone: "Europe/Stockholm")
+        #expect(
+            quarterly.missedTicks(
+                after: utc("2026-10-24T00:00:00Z"), through: utc("2026-10-25T01:40:00Z"), catchUp: .all(limit: 3))
+                == ["2026-10-25T00:15:00Z", "2026-10-25T00:30:00Z", "2026-10-25T00:45:00Z"].map(utc))
+    }
+
     @Test("an interval's missed ticks are the newest multiples of it, however long the downtime")
     func intervalPolicies() throws {
         let everySecond = try JobSchedule.every(.seconds(1))

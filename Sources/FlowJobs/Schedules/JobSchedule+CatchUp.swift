@@ -45,14 +45,22 @@ extension JobSchedule {
             }
             return ticks.reversed()
         }
-        // A cron schedule walks forward, keeping only the newest `limit` ticks.
-        var kept: [Date] = []
-        var cursor = lastFired
-        while let tick = nextFireTime(after: cursor), tick <= now {
-            if kept.count == limit { kept.removeFirst() }
-            kept.append(tick)
-            cursor = tick
+        // A cron schedule walks forward, keeping only the newest `limit` ticks. The walk starts in a window
+        // before `now` that doubles until it holds `limit` ticks or reaches back to `lastFired`: after a long
+        // downtime it does not walk every tick since (a month of a per-second schedule inside the store's
+        // transaction).
+        var window: TimeInterval = 3600
+        while true {
+            let start = max(lastFired, now.addingTimeInterval(-window))
+            var kept: [Date] = []
+            var cursor = start
+            while let tick = nextFireTime(after: cursor), tick <= now {
+                if kept.count == limit { kept.removeFirst() }
+                kept.append(tick)
+                cursor = tick
+            }
+            if kept.count == limit || start == lastFired { return kept }
+            window *= 2
         }
-        return kept
     }
 }
