@@ -142,9 +142,9 @@ extension JobWorker {
 
     /// Arms the schedule's one timer for `time`, replacing the one armed before.
     private func armSchedule(_ name: String, at time: Date, dueTick: Date?) {
-        // Whole milliseconds, rounded up: a timer that fires before the wall clock reads the tick would find
-        // it not yet due.
-        let delay = (max(0, time.timeIntervalSince(store.clock.now())) * 1000).rounded(.up) / 1000
+        // A loop's timer fires at or after its deadline; one that fires before the wall clock reads the tick
+        // (a clock stepped back meanwhile) finds it not yet due, and the store's answer arms it again.
+        let delay = max(0, time.timeIntervalSince(store.clock.now()))
         let timer = scheduler.async(after: delay) { [weak self] in self?.fireSchedule(name, dueTick: dueTick) }
         let replaced = declaredSchedules.state.withLock { state -> Disposable? in
             guard !state.isStopped, state.declared[name] != nil else { return timer }
