@@ -294,6 +294,27 @@ struct ScheduleFiringTests {
         try stop(runner, jobs)
     }
 
+    @Test func declaringAScheduleAfterStartStopsTheProgramWithAMessage() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let worker = JobWorker(store: try SQLiteJobStore.inMemory(), scheduler: .none)
+            worker.start()
+            try worker.schedule("late", try JobSchedule.every(.seconds(60)), job: tickJob, payload: Tick(note: ""))
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("JobWorker.schedule(late): declare schedules before start()"), "\(message)")
+    }
+
+    @Test func declaringTwoSchedulesWithOneNameStopsTheProgramWithAMessage() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let worker = JobWorker(store: try SQLiteJobStore.inMemory(), scheduler: .none)
+            let schedule = try JobSchedule.every(.seconds(60))
+            try worker.schedule("twice", schedule, job: tickJob, payload: Tick(note: ""))
+            try worker.schedule("twice", schedule, job: tickJob, payload: Tick(note: ""))
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("a schedule named twice is declared already"), "\(message)")
+    }
+
     @Test func aVersion3DatabaseGainsTheScheduleTablesOnOpen() throws {
         let jobs = VirtualJobs()
         let store = try jobs.openStore()
