@@ -91,7 +91,8 @@ struct ScheduleFiringTests {
             overlap: .runAlongside, catchUp: .all(limit: 5))
         firing.dueTick = ManualWallClock.start.addingTimeInterval(60)
         let late = try completed(store.fireSchedule(firing))
-        #expect(late.ticks == [])
+        let firstTick = ManualWallClock.start.addingTimeInterval(60)
+        #expect(late.ticks == [ScheduleTick(fireTime: firstTick, outcome: .alreadyFired)])
         #expect(try scheduledJobs(store).count == 1)
         try stop(runner, jobs)
     }
@@ -379,8 +380,10 @@ private final class NoSchedulesStore: JobStore {
     func jobs(state: JobState?, queue: String?, limit: Int) -> Future<[JobRecord]> {
         base.jobs(state: state, queue: queue, limit: limit)
     }
-    func transaction<Value: Sendable>(_ body: @escaping @Sendable (any JobTransaction) throws -> Value) -> Future<Value> {
-        base.transaction(body)
+    func transaction<Value: Sendable>(
+        _ body: @escaping @Sendable (any JobTransaction) throws -> Value
+    ) -> Future<Value> { base.transaction(body) }
+    func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
+        base.observe(observer)
     }
-    func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable { base.observe(observer) }
 }

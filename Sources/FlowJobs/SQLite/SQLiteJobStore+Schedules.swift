@@ -90,6 +90,10 @@ extension SQLiteJobStore {
         var fired: [ScheduleTick] = []
         if !before.isPaused {
             let watermark = lastFired ?? before.createdAt
+            // The caller's tick, fired already by another worker (it is not later than the last fired tick).
+            if let due = firing.dueTick, due <= watermark, lastFired != nil {
+                fired.append(ScheduleTick(fireTime: due, outcome: .alreadyFired))
+            }
             for tick in firing.ticks(lastFired: watermark, now: Date(milliseconds: now)) {
                 let fireAt = tick.milliseconds
                 let isRecorded = try !connection.query(
