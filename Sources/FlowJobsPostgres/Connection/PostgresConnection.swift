@@ -47,7 +47,10 @@ package final class PostgresConnection: @unchecked Sendable {
     /// Counts this connection while its libpq connection is open, for the pool's handle count.
     private let openCount: OpenConnectionCount
 
-    private init(loop: EventLoop, openCount: OpenConnectionCount, completion: @escaping @Sendable (Swift.Result<PostgresConnection, PostgresError>) -> Void) {
+    private init(
+        loop: EventLoop, openCount: OpenConnectionCount,
+        completion: @escaping @Sendable (Swift.Result<PostgresConnection, PostgresError>) -> Void
+    ) {
         self.loop = loop
         self.openCount = openCount
         phase = .connecting(completion)
@@ -299,7 +302,9 @@ package final class PostgresConnection: @unchecked Sendable {
             // The server ended the session (pg_terminate_backend, a shutdown) while it ran: whatever
             // the result said, the statement's effect is unknown.
             let message: String
-            if case .failure(.server(_, let text)) = outcome { message = text } else {
+            if case .failure(.server(_, let text)) = outcome {
+                message = text
+            } else {
                 message = connectionErrorMessage(connection)
             }
             running = statement

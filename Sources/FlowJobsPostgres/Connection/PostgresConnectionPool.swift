@@ -24,7 +24,8 @@ package final class PostgresConnectionPool: @unchecked Sendable {
     private var isClosed = false
 
     package init(connectionString: String, maxConnections: Int, setup: [String], loop: EventLoop) {
-        misusePrecondition(maxConnections >= 1, "PostgresConnectionPool: maxConnections must be at least 1, not \(maxConnections)")
+        misusePrecondition(
+            maxConnections >= 1, "PostgresConnectionPool: maxConnections must be at least 1, not \(maxConnections)")
         self.connectionString = connectionString
         self.maxConnections = maxConnections
         self.setup = setup
@@ -42,7 +43,9 @@ package final class PostgresConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func acquireInContext(_ completion: @escaping @Sendable (Swift.Result<PostgresConnection, PostgresError>) -> Void) {
+    private func acquireInContext(
+        _ completion: @escaping @Sendable (Swift.Result<PostgresConnection, PostgresError>) -> Void
+    ) {
         guard !isClosed else {
             completion(.failure(.closed))
             return
@@ -71,7 +74,8 @@ package final class PostgresConnectionPool: @unchecked Sendable {
     }
 
     private func openConnection() {
-        PostgresConnection.connect(connectionString, on: loop, openCount: openCount).onResult(on: .none) { [self] result in
+        PostgresConnection.connect(connectionString, on: loop, openCount: openCount).onResult(on: .none) {
+            [self] result in
             loop.inContext { [self] in
                 switch result {
                 case .success(let connection):

@@ -58,7 +58,8 @@ extension PostgresJobStore {
             let lifecycle = JobLifecycle(isDue: runAt <= now, maxAttempts: job.maxAttempts)
             while true {
                 if let key = job.uniqueKey,
-                    let row = try session.rows("SELECT id, state FROM flow_jobs WHERE unique_key = $1", [.text(key)]).first
+                    let row = try session.rows("SELECT id, state FROM flow_jobs WHERE unique_key = $1", [.text(key)])
+                        .first
                 {
                     return EnqueuedJob(
                         id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: true,
@@ -85,7 +86,8 @@ extension PostgresJobStore {
                 } else {
                     session.pendingNotifications.append(.enqueued(queues: [job.queue]))
                 }
-                return EnqueuedJob(id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: false, state: lifecycle.state)
+                return EnqueuedJob(
+                    id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: false, state: lifecycle.state)
             }
         }
 
@@ -143,7 +145,10 @@ extension PostgresJobStore {
                         ORDER BY priority DESC, run_at, id LIMIT $6 FOR UPDATE SKIP LOCKED)
                     RETURNING \(PostgresSchema.jobColumns)
                     """,
-                    [.integer(leaseEnd), .text(request.worker), .text(queue), .integer(now), names, .integer(Int64(slots))])
+                    [
+                        .integer(leaseEnd), .text(request.worker), .text(queue), .integer(now), names,
+                        .integer(Int64(slots)),
+                    ])
                 claimed += rows.map(Self.decode)
                 if rows.count < slots { queuesWithFreeSlots.append(queue) }
             }

@@ -83,13 +83,18 @@ public final class PostgresJobStore: JobStore {
         let schema = configuration.schema
         misusePrecondition(
             !schema.isEmpty && schema.count <= 40
-                && schema.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_") },
+                && schema.unicodeScalars.allSatisfy {
+                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_")
+                },
             "PostgresJobStore: the schema name must be 1 to 40 letters, digits or underscores, not \"\(schema)\"")
         self.connectionString = connectionString
         self.clock = configuration.clock
         self.loop = loop
         self.schema = schema
-        var setup = ["SET search_path TO \(PostgresSchema.quoted(schema))"]
+        // The application name lets an administrator (and the tests) tell the store's sessions apart.
+        var setup = [
+            "SET search_path TO \(PostgresSchema.quoted(schema))", "SET application_name TO 'flow-jobs:\(schema)'",
+        ]
         if let timeout = configuration.statementTimeout {
             setup.append("SET statement_timeout TO \(max(1, timeout.wholeMilliseconds))")
         }
@@ -273,7 +278,8 @@ public final class PostgresJobStore: JobStore {
     public func recordFirstAttemptTrace(_ lease: JobLease, traceContext: [String: String]) -> Future<Void> {
         pool.withConnection(retriesLostConnection: true) { connection in
             connection.query(
-                "UPDATE flow_jobs SET first_attempt_trace_context = $1 WHERE id = $2 AND fence = $3 AND state = 'running'",
+                "UPDATE flow_jobs SET first_attempt_trace_context = $1 "
+                    + "WHERE id = $2 AND fence = $3 AND state = 'running'",
                 [Statements.encodeTraceContext(traceContext), .integer(lease.id.rawValue), .integer(lease.fence)]
             ).map(on: .none) { result in
                 guard result.affectedRows == 1 else { throw JobStoreError.leaseLost(lease) }
@@ -347,7 +353,10 @@ public final class PostgresJobStore: JobStore {
                 WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR queue = $2)
                 ORDER BY id LIMIT $3
                 """,
-                [state.map { .text($0.rawValue) } ?? .null, queue.map(SQLValue.text) ?? .null, .integer(Int64(max(0, limit)))]
+                [
+                    state.map { .text($0.rawValue) } ?? .null, queue.map(SQLValue.text) ?? .null,
+                    .integer(Int64(max(0, limit))),
+                ]
             ).map(on: .none) { $0.rows.map(Statements.decode) }
         }
     }

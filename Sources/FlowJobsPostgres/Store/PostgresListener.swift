@@ -64,7 +64,8 @@ final class PostgresListener: @unchecked Sendable {
 
     private func connect() {
         guard !isStopped else { return }
-        PostgresConnection.connect(connectionString, on: loop, openCount: openCount).onResult(on: .none) { [self] result in
+        PostgresConnection.connect(connectionString, on: loop, openCount: openCount).onResult(on: .none) {
+            [self] result in
             loop.inContext { [self] in
                 switch result {
                 case .success(let connection): listen(on: connection)

@@ -75,14 +75,16 @@ enum PostgresSchema {
         try session.run("CREATE SCHEMA IF NOT EXISTS \(quoted(schema))")
         try session.run("CREATE TABLE IF NOT EXISTS flow_jobs_schema_version (version INTEGER NOT NULL)")
         while true {
-            let version = Int(try session.rows("SELECT max(version) FROM flow_jobs_schema_version").first?.first?.integerValue ?? 0)
+            let version = Int(
+                try session.rows("SELECT max(version) FROM flow_jobs_schema_version").first?.first?.integerValue ?? 0)
             if version > currentVersion { throw JobStoreError.newerSchema(found: version, supported: currentVersion) }
             if version == currentVersion { return }
             try session.run("BEGIN")
             do {
                 try session.run(migrations[version])
                 try session.run("DELETE FROM flow_jobs_schema_version")
-                try session.run("INSERT INTO flow_jobs_schema_version (version) VALUES ($1)", [.integer(Int64(version + 1))])
+                try session.run(
+                    "INSERT INTO flow_jobs_schema_version (version) VALUES ($1)", [.integer(Int64(version + 1))])
                 try session.run("COMMIT")
             } catch {
                 _ = try? session.run("ROLLBACK")

@@ -68,6 +68,7 @@ enum PostgresTestDatabase {
 }
 
 /// Waits on the calling thread (not a loop's) for `future`'s result.
+@discardableResult
 func wait<Value>(_ future: Future<Value>) throws -> Value {
     let done = DispatchSemaphore(value: 0)
     let outcome = Synchronization.Mutex<Result<Value>?>(nil)

@@ -1,0 +1,247 @@
+import Dispatch
+import Flow
+import FlowJobs
+@testable import FlowJobsPostgres
+import FlowTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// `url` with its password replaced, or its port.
+private func changing(_ url: String, password: String? = nil, port: Int? = nil) throws -> String {
+    var components = try #require(URLComponents(string: url))
+    if let password { components.password = password }
+    if let port { components.port = port }
+    return try #require(components.string)
+}
+
+private func job(_ queue: String = "default") -> NewJob {
+    NewJob(name: "task", queue: queue, payload: Data("{}".utf8), maxAttempts: 3)
+}
+
+/// Ends the server sessions of `store`'s schema whose current statement starts with `prefix`, from a
+/// connection of `other`; waits until one such session exists (the statement has started).
+private func terminateSessions(of schema: String, runningStatementStartingWith prefix: String, from other: PostgresJobStore)
+    throws
+{
+    let matching = """
+        FROM pg_stat_activity WHERE application_name = ? AND query LIKE ? AND pid <> pg_backend_pid()
+        """
+    let arguments: [SQLValue] = [.text("flow-jobs:" + schema), .text(prefix + "%")]
+    let deadline = Date().addingTimeInterval(Double(hangGuardSeconds))
+    while Date() < deadline {
+        let found = try wait(other.transaction { try $0.query("SELECT count(*) " + matching, arguments) })
+        if found.first?.first != .integer(0) { break }
+        Thread.sleep(forTimeInterval: 0.01)  // Polls the server's own view of its sessions.
+    }
+    _ = try wait(other.transaction { try $0.query("SELECT pg_terminate_backend(pid) " + matching, arguments) })
+}
+
+@Suite("PostgresJobStore: connections, bad input and other processes", .enabled(if: PostgresTestDatabase.runsTests))
+struct PostgresJobStoreTests {
+    @Test func valuesOfEveryKindGoAndComeBackAsTheyWere() throws {
+        let url = try PostgresTestDatabase.requireURL()
+        let connection = try wait(PostgresConnection.connect(url, on: PostgresTestDatabase.loop))
+        defer { connection.close() }
+        let bytes = Data([0, 1, 0xFE, 0xFF, 0x5C, 0x78])
+        let result = try wait(
+            connection.query(
+                "SELECT $1::bigint, $2::float8, $3::text, $4::bytea, $5::text, true",
+                [.integer(-42), .real(2.5), .text("é'\"?"), .blob(bytes), .null]))
+        #expect(result.rows == [[.integer(-42), .real(2.5), .text("é'\"?"), .blob(bytes), .null, .integer(1)]])
+        // Statements queued at once are answered in the order sent.
+        let answers = (1...20).map { number in connection.query("SELECT $1::int", [.integer(Int64(number))]) }
+        #expect(try answers.map { try wait($0).rows } == (1...20).map { [[.integer(Int64($0))]] })
+    }
+
+    @Test func aRefusedStatementCarriesTheServersStateAndTheConnectionGoesOn() throws {
+        let url = try PostgresTestDatabase.requireURL()
+        let connection = try wait(PostgresConnection.connect(url, on: PostgresTestDatabase.loop))
+        defer { connection.close() }
+        #expect(throws: PostgresError.server(sqlState: "42P01", message: "relation \"no_such_table\" does not exist")) {
+            try wait(connection.query("SELECT * FROM no_such_table WHERE 1 = $1", [.integer(1)]))
+        }
+        #expect(try wait(connection.query("SELECT 1")).rows == [[.integer(1)]])
+    }
+
+    @Test func placeholdersWrittenForSQLiteAreNumberedOutsideQuotes() {
+        #expect(
+            PostgresTransaction.numberingPlaceholders("SELECT '?', \"a?\" FROM t WHERE a = ? AND b = ? -- ?\n AND c = ?")
+                == "SELECT '?', \"a?\" FROM t WHERE a = $1 AND b = $2 -- ?\n AND c = $3")
+    }
+
+    @Test func aWrongPasswordIsACannotConnectErrorSayingSo() throws {
+        let url = try changing(PostgresTestDatabase.requireURL(), password: "not-the-password")
+        do {
+            _ = try PostgresTestDatabase.openStore(url: url)
+            Issue.record("opened with a wrong password")
+        } catch let PostgresError.cannotConnect(message) {
+            #expect(message.contains("password authentication failed"), "\(message)")
+        }
+    }
+
+    @Test func aServerThatIsDownIsACannotConnectError() throws {
+        let nobody = ReservedPort()
+        let url = try changing(PostgresTestDatabase.requireURL(), port: nobody.port)
+        do {
+            _ = try PostgresTestDatabase.openStore(url: url)
+            Issue.record("opened a store on a port nobody listens on")
+        } catch let PostgresError.cannotConnect(message) {
+            #expect(message.contains("refused"), "\(message)")
+        }
+    }
+
+    @Test func aSessionEndedMidStatementIsAConnectionLostErrorAndTheStoreGoesOn() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let store = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore()
+        defer {
+            store.close()
+            other.close()
+        }
+        let sleeping = store.transaction { try $0.query("SELECT pg_sleep(60)", []) }
+        try terminateSessions(of: schema, runningStatementStartingWith: "SELECT pg_sleep", from: other)
+        do {
+            _ = try wait(sleeping)
+            Issue.record("the statement survived its session's end")
+        } catch PostgresError.connectionLost(let message) {
+            #expect(message.contains("terminat"), "\(message)")
+        }
+        // The pool opens a new connection: nothing written is lost, and new work goes on.
+        let enqueued = try wait(store.enqueue([job()]))
+        #expect(try wait(store.job(enqueued[0].id))?.state == .available)
+    }
+
+    @Test func aReadWhoseIdleConnectionWasEndedIsRetriedOnANewOne() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let store = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore()
+        defer {
+            store.close()
+            other.close()
+        }
+        let enqueued = try wait(store.enqueue([job()]))
+        try terminateSessions(of: schema, runningStatementStartingWith: "", from: other)
+        #expect(try wait(store.job(enqueued[0].id))?.id == enqueued[0].id)
+    }
+
+    @Test func aDatabaseWithoutTheSchemaIsMigratedOnceByStoresOpeningTogether() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let url = try PostgresTestDatabase.requireURL()
+        let opening = (0..<3).map { _ in
+            PostgresJobStore.open(url: url, on: PostgresTestDatabase.loop, configuration: .init(schema: schema))
+        }
+        let stores = try opening.map { try wait($0) }
+        defer { for store in stores { store.close() } }
+        let versions = try wait(stores[0].transaction { try $0.query("SELECT version FROM flow_jobs_schema_version", []) })
+        #expect(versions == [[.integer(Int64(PostgresSchema.currentVersion))]])
+        let enqueued = try wait(stores[1].enqueue([job()]))
+        #expect(try wait(stores[2].job(enqueued[0].id)) != nil, "the three share one schema")
+    }
+
+    @Test func aSchemaFromANewerVersionIsRefusedWithAClearError() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let store = try PostgresTestDatabase.openStore(schema: schema)
+        try wait(store.transaction { try $0.execute("UPDATE flow_jobs_schema_version SET version = 99", []) })
+        try wait(store.close())
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: PostgresSchema.currentVersion)) {
+            try PostgresTestDatabase.openStore(schema: schema)
+        }
+    }
+
+    @Test func aStatementPastItsTimeoutFailsWithTheTimeoutsStateAndChangesNothing() throws {
+        let store = try PostgresTestDatabase.openStore(statementTimeout: .milliseconds(50))
+        defer { store.close() }
+        do {
+            try wait(
+                store.transaction { transaction in
+                    _ = try transaction.enqueue(job())
+                    return try transaction.query("SELECT pg_sleep(5)", [])
+                })
+            Issue.record("the statement outlived its timeout")
+        } catch let error as PostgresError {
+            #expect(error.isStatementTimeout, "\(error)")
+        }
+        #expect(try wait(store.jobs(state: nil, queue: nil, limit: 10)).isEmpty, "the transaction rolled back")
+        #expect(try wait(store.enqueue([job()])).count == 1, "the store goes on")
+    }
+
+    @Test func anIdleObserverHearsAnotherProcesssEnqueueAndCancellationRequest() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let listening = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            listening.close()
+            other.close()
+        }
+        let heard = Synchronization.Mutex<[JobStoreNotification]>([])
+        let heardSomething = DispatchSemaphore(value: 0)
+        let observation = listening.observe { notification in
+            heard.withLock { $0.append(notification) }
+            heardSomething.signal()
+        }
+        defer { observation.dispose() }
+        try waitUntilListening(listening, schema: schema, other: other, heardSomething: heardSomething)
+        heard.withLock { $0.removeAll() }
+        let enqueued = try wait(other.enqueue([job("mail")]))
+        expectSignal(heardSomething, "the other store's enqueue")
+        #expect(heard.withLock { $0 } == [.enqueued(queues: ["mail"])])
+        _ = try wait(other.claim(ClaimRequest(slotsByQueue: ["mail": 1], names: ["task"], worker: "w", leaseDuration: .seconds(30), maxLeaseExpiries: 3)))
+        #expect(try wait(other.cancel(enqueued[0].id)) == .requested)
+        expectSignal(heardSomething, "the other store's cancellation request")
+        #expect(heard.withLock { $0.last } == .cancellationRequested(enqueued[0].id))
+    }
+
+    /// Enqueues from `other` until `listening`'s observer hears one: its `LISTEN` has taken effect.
+    private func waitUntilListening(
+        _ listening: PostgresJobStore, schema: String, other: PostgresJobStore, heardSomething: DispatchSemaphore
+    ) throws {
+        for _ in 0..<100 {
+            _ = try wait(other.enqueue([job("warm-up")]))
+            if heardSomething.wait(timeout: .now() + 0.1) == .success { return }
+        }
+        Issue.record("the observer never heard the other store")
+    }
+
+    @Test func afterItsListeningSessionIsEndedTheStoreListensAgainAndHearsWhatWasEnqueued() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let listening = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            listening.close()
+            other.close()
+        }
+        let heardAfterLoss = DispatchSemaphore(value: 0)
+        let heardSomething = DispatchSemaphore(value: 0)
+        let observation = listening.observe { notification in
+            if case .enqueued(let queues) = notification, queues.contains("after-loss") { heardAfterLoss.signal() }
+            heardSomething.signal()
+        }
+        defer { observation.dispose() }
+        try waitUntilListening(listening, schema: schema, other: other, heardSomething: heardSomething)
+        try terminateSessions(of: schema, runningStatementStartingWith: "LISTEN", from: other)
+        _ = try wait(other.enqueue([job("after-loss")]))
+        expectSignal(heardAfterLoss, "the enqueue made while the listener was lost")
+    }
+
+    @Test func closingTheStoreFinishesEveryConnectionAndClosesEveryHandle() async throws {
+        try await withCountedLoop("postgres.handles") { loop in
+            let url = try PostgresTestDatabase.requireURL()
+            let schema = PostgresTestDatabase.freshSchema()
+            let store = try await PostgresJobStore.open(url: url, on: loop, configuration: .init(schema: schema)).get()
+            let other = try PostgresTestDatabase.openStore(schema: schema)
+            let heard = DispatchSemaphore(value: 0)
+            let observation = store.observe { _ in heard.signal() }
+            try waitUntilListening(store, schema: schema, other: other, heardSomething: heard)
+            _ = try await store.enqueue((0..<10).map { _ in job() }).get()
+            _ = try await store.claim(
+                ClaimRequest(slotsByQueue: ["default": 10], names: ["task"], worker: "w", leaseDuration: .seconds(30), maxLeaseExpiries: 3)
+            ).get()
+            #expect(store.openConnectionCount >= 2, "the pool's and the listener's")
+            observation.dispose()
+            try await store.close().get()
+            try await other.close().get()
+            #expect(store.openConnectionCount == 0)
+        }
+    }
+}
