@@ -21,13 +21,18 @@ private func job(_ queue: String = "default") -> NewJob {
 
 /// Ends the server sessions of `store`'s schema whose current statement starts with `prefix`, from a
 /// connection of `other`; waits until one such session exists (the statement has started).
-private func terminateSessions(of schema: String, runningStatementStartingWith prefix: String, from other: PostgresJobStore)
-    throws
-{
+private func terminateSessions(
+    of schema: String, runningStatementStartingWith prefix: String, inState state: String? = nil,
+    from other: PostgresJobStore
+) throws {
     let matching = """
         FROM pg_stat_activity WHERE application_name = ? AND query LIKE ? AND pid <> pg_backend_pid()
+            AND (?::text IS NULL OR state = ?)
         """
-    let arguments: [SQLValue] = [.text("flow-jobs:" + schema), .text(prefix + "%")]
+    let arguments: [SQLValue] = [
+        .text("flow-jobs:" + schema), .text(prefix + "%"), state.map(SQLValue.text) ?? .null,
+        state.map(SQLValue.text) ?? .null,
+    ]
     let deadline = Date().addingTimeInterval(Double(hangGuardSeconds))
     while Date() < deadline {
         let found = try wait(other.transaction { try $0.query("SELECT count(*) " + matching, arguments) })
@@ -243,5 +248,58 @@ struct PostgresJobStoreTests {
             try await other.close().get()
             #expect(store.openConnectionCount == 0)
         }
+    }
+
+    @Test func oneOfTwoProcessesLeadsAndTheOtherTakesOverWhenTheLeadersSessionEnds() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let first = try PostgresTestDatabase.openStore(schema: schema)
+        let second = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            first.close()
+            second.close()
+        }
+        let changes = Synchronization.Mutex<[(store: Int, isLeader: Bool)]>([])
+        let changed = DispatchSemaphore(value: 0)
+        let elections = [first, second].enumerated().map { index, store in
+            store.electLeader(for: "test") { isLeader in
+                changes.withLock { $0.append((index, isLeader)) }
+                changed.signal()
+            }
+        }
+        defer { for election in elections { election.stop() } }
+        expectSignal(changed, "a leader")
+        let leader = try #require(changes.withLock { $0.first })
+        #expect(leader.isLeader && elections[leader.store].isLeader && !elections[1 - leader.store].isLeader)
+        // The leader's session holds the lock and is idle; the other's waits for it.
+        try terminateSessions(
+            of: schema, runningStatementStartingWith: "SELECT pg_advisory_lock", inState: "idle", from: first)
+        expectSignals(changed, count: 2, "the hand-over")
+        let handOver = changes.withLock { $0.dropFirst().map { "\($0.store):\($0.isLeader)" } }
+        #expect(Set(handOver) == ["\(leader.store):false", "\(1 - leader.store):true"])
+        #expect(elections[1 - leader.store].isLeader && !elections[leader.store].isLeader)
+    }
+
+    @Test func theLeaderRescuesExpiredLeasesInQueuesNobodyClaimsFrom() throws {
+        let wallClock = ManualWallClock()
+        let store = try PostgresTestDatabase.openStore(clock: wallClock.jobClock)
+        defer { store.close() }
+        let enqueued = try wait(store.enqueue([job("abandoned")]))
+        let claimed = try wait(
+            store.claim(
+                ClaimRequest(
+                    slotsByQueue: ["abandoned": 1], names: ["task"], worker: "dead", leaseDuration: .seconds(5),
+                    maxLeaseExpiries: 3)))
+        #expect(claimed.jobs.map(\.id) == enqueued.map(\.id))
+        wallClock.advance(by: 5)
+        let rescued = DispatchSemaphore(value: 0)
+        let observation = store.observe { notification in
+            if case .enqueued(let queues) = notification, queues.contains("abandoned") { rescued.signal() }
+        }
+        defer { observation.dispose() }
+        let rescuer = store.rescuesExpiredLeasesWhileLeading(every: .milliseconds(20), maxLeaseExpiries: 3)
+        defer { rescuer.stop() }
+        expectSignal(rescued, "the leader's rescue")
+        let record = try #require(try wait(store.job(enqueued[0].id)))
+        #expect(record.state == .retryable && record.lifecycle.leaseExpiries == 1 && record.leaseExpiresAt == nil)
     }
 }

@@ -93,9 +93,9 @@ extension PostgresJobStore {
 
         // MARK: Claiming
 
-        func claim(_ request: ClaimRequest, now: Int64, on session: PostgresSession) throws -> ClaimResult {
-            // Rescue: a lease that ended is an attempt that ended. SKIP LOCKED: a job another claim is
-            // rescuing right now is that claim's to report.
+        /// Rescues every job whose lease ended: a lease that ended is an attempt that ended. SKIP
+        /// LOCKED: a job another transaction is rescuing right now is that one's to report.
+        func rescueExpiredLeases(maxLeaseExpiries: Int, now: Int64, on session: PostgresSession) throws -> [JobRecord] {
             let expired = try session.rows(
                 """
                 SELECT \(PostgresSchema.jobColumns) FROM flow_jobs
@@ -106,13 +106,18 @@ extension PostgresJobStore {
             var rescued: [JobRecord] = []
             for record in expired {
                 var lifecycle = record.lifecycle
-                try lifecycle.apply(.leaseExpired(maxLeaseExpiries: request.maxLeaseExpiries))
+                try lifecycle.apply(.leaseExpired(maxLeaseExpiries: maxLeaseExpiries))
                 // The job keeps its run time, and with it its place among the due jobs.
                 rescued.append(
                     try store(
                         lifecycle, of: record, runAt: record.runAt.milliseconds, lastError: record.lastError,
                         worker: record.worker, now: now, on: session))
             }
+            return rescued
+        }
+
+        func claim(_ request: ClaimRequest, now: Int64, on session: PostgresSession) throws -> ClaimResult {
+            let rescued = try rescueExpiredLeases(maxLeaseExpiries: request.maxLeaseExpiries, now: now, on: session)
 
             let names: SQLValue = .text(Self.arrayLiteral(request.names.sorted()))
             var claimed: [JobRecord] = []

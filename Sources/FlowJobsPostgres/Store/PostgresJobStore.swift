@@ -75,7 +75,9 @@ public final class PostgresJobStore: JobStore {
     public let schema: String
     let pool: PostgresConnectionPool
     let statements: Statements
-    private let connectionString: String
+    let connectionString: String
+    /// What each session of the store runs first: its schema as the search path, its name.
+    let sessionSetup: [String]
     private let observers = Locked<(next: UInt64, byKey: [UInt64: @Sendable (JobStoreNotification) -> Void])>((0, [:]))
     private let listener: PostgresListener
 
@@ -98,6 +100,7 @@ public final class PostgresJobStore: JobStore {
         if let timeout = configuration.statementTimeout {
             setup.append("SET statement_timeout TO \(max(1, timeout.wholeMilliseconds))")
         }
+        sessionSetup = Array(setup.prefix(2))
         pool = PostgresConnectionPool(
             connectionString: connectionString, maxConnections: configuration.maxConnections, setup: setup, loop: loop)
         statements = Statements(channel: "flow_jobs:" + schema, instance: UUID().uuidString)

@@ -69,6 +69,11 @@ enum PostgresSchema {
     /// Brings the schema to ``currentVersion`` under a session advisory lock, so that processes
     /// opening the store at once migrate one after the other; each migration commits with its version.
     static func migrate(_ session: PostgresSession, schema: String) throws {
+        // Waiting for another process's migration, and migrating, may take longer than the store's
+        // statement timeout allows a statement of its own.
+        let timeout = try session.rows("SHOW statement_timeout").first?.first?.textValue ?? "0"
+        try session.run("SET statement_timeout TO 0")
+        defer { _ = try? session.run("SELECT set_config('statement_timeout', $1, false)", [.text(timeout)]) }
         let lockKey: [SQLValue] = [.text("flow_jobs.migrate." + schema)]
         try session.run("SELECT pg_advisory_lock(hashtext($1))", lockKey)
         defer { _ = try? session.run("SELECT pg_advisory_unlock(hashtext($1))", lockKey) }
