@@ -302,4 +302,56 @@ struct PostgresJobStoreTests {
         let record = try #require(try wait(store.job(enqueued[0].id)))
         #expect(record.state == .retryable && record.lifecycle.leaseExpiries == 1 && record.leaseExpiresAt == nil)
     }
+
+    @Test func anIdleWorkerOfAnotherProcessRunsEveryJobOnceWokenByItsNotification() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let clientStore = try PostgresTestDatabase.openStore(schema: schema)
+        let workerStore = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            clientStore.close()
+            workerStore.close()
+        }
+        let kind = JobKind<Message>(name: "message", maxAttempts: 3, backoff: .constant(1))
+        let loop = PostgresTestDatabase.loop
+        let runs = Synchronization.Mutex<[String]>([])
+        let worker = JobWorker(
+            store: workerStore, scheduler: loop.scheduler, configuration: .init(concurrencyByQueue: ["default": 4]))
+        worker.register(kind) { payload, _ in
+            runs.withLock { $0.append(payload.text) }
+            return Future()
+        }
+        loop.performAndWait { worker.start() }
+        defer { _ = try? wait(worker.shutdown(gracePeriod: .seconds(5))) }
+        // The worker has nothing due and no timer: only the notification of the commit wakes it.
+        let client = JobClient(store: clientStore)
+        let handles = try (0..<20).map { index in try wait(client.enqueue(kind, Message(text: "\(index)"))) }
+        let finished = try handles.map { try wait($0.finished()) }
+        #expect(finished.allSatisfy { $0.state == .completed && $0.attempt == 1 })
+        #expect(runs.withLock { $0.sorted() } == (0..<20).map { "\($0)" }.sorted())
+    }
+
+    @Test func theSafetyPollReportsDueJobsWhoseNotificationNobodySent() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let listening = try PostgresTestDatabase.openStore(schema: schema, safetyPollInterval: .milliseconds(50))
+        let other = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            listening.close()
+            other.close()
+        }
+        let heard = DispatchSemaphore(value: 0)
+        let observation = listening.observe { notification in
+            if case .enqueued(let queues) = notification, queues.contains("silent") { heard.signal() }
+        }
+        defer { observation.dispose() }
+        // Written behind the store's back: no NOTIFY goes with it.
+        try wait(
+            other.transaction { transaction in
+                try transaction.execute(
+                    """
+                    INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, created_at)
+                    VALUES ('task', 'silent', '', 'available', 0, 0, 1, 0)
+                    """, [])
+            })
+        expectSignal(heard, "the safety poll's report")
+    }
 }

@@ -25,10 +25,12 @@ import Foundation
 ///   time, as many as the worker has free slots per queue, in one statement per queue.
 /// - Finished jobs move to `flow_jobs_history` in the transaction that finishes them: the hot table
 ///   holds only unfinished jobs.
-/// - Wake-ups: each enqueue's commit sends a `NOTIFY`; from the first ``observe(_:)`` on, a
-///   connection of the store listens, so that an idle worker in another process claims at once. After
-///   that connection is lost it reconnects with a backoff and, once listening again, reports every
-///   queue with claimable jobs as enqueued (notifications sent meanwhile were lost).
+/// - Wake-ups: each enqueue's commit sends a `NOTIFY`, and a connection of the store (besides the
+///   pool) listens from the time ``open(url:on:configuration:)`` completes, so that an idle worker in
+///   another process claims at once. After that connection is lost it reconnects with a backoff and,
+///   once listening again, reports every queue with claimable jobs as enqueued (notifications sent
+///   meanwhile were lost); a slow safety poll (``Configuration/safetyPollInterval``) covers a
+///   connection cut without an error.
 /// - Opening runs the schema's migrations, one process at a time; a schema written by a newer
 ///   FlowJobsPostgres is refused with ``JobStoreError/newerSchema(found:supported:)``.
 /// - Errors: the server's refusals, lost connections and failed connects are ``PostgresError``s. A
@@ -47,6 +49,10 @@ public final class PostgresJobStore: JobStore {
         public var maxConnections: Int
         /// The server's `statement_timeout` for the store's connections; `nil` keeps the server's.
         public var statementTimeout: Duration?
+        /// How often a store with observers checks its listening connection and reports the queues
+        /// with due jobs, for notifications lost without the connection failing; 5 s by default, `nil`
+        /// for never (a lost connection is still noticed and followed by that report).
+        public var safetyPollInterval: Duration?
 
         /// Describes how to open a store.
         ///
@@ -56,10 +62,12 @@ public final class PostgresJobStore: JobStore {
         ///     40 characters.
         ///   - maxConnections: the pool's size, at least 1.
         ///   - statementTimeout: the longest a statement may run before the server cancels it.
+        ///   - safetyPollInterval: how often an observed store checks for lost notifications.
         public init(
             clock: JobClock = .system, schema: String = "flow_jobs", maxConnections: Int = 4,
-            statementTimeout: Duration? = nil
+            statementTimeout: Duration? = nil, safetyPollInterval: Duration? = .seconds(5)
         ) {
+            self.safetyPollInterval = safetyPollInterval
             self.clock = clock
             self.schema = schema
             self.maxConnections = maxConnections
@@ -106,7 +114,7 @@ public final class PostgresJobStore: JobStore {
         statements = Statements(channel: "flow_jobs:" + schema, instance: UUID().uuidString)
         listener = PostgresListener(
             connectionString: connectionString, channel: statements.channel, setup: setup, loop: loop,
-            openCount: pool.openCount)
+            openCount: pool.openCount, safetyInterval: configuration.safetyPollInterval)
     }
 
     /// Opens the store at `url` (a `postgresql://` URL or a libpq connection string), creating its
@@ -134,13 +142,15 @@ public final class PostgresJobStore: JobStore {
             }
         }.flatMapResult(on: .none) { result in
             switch result {
-            case .success: return Future(store)
+            case .success: return store.startListening().map(on: .none) { store }
             case .failure(let error): return store.close().map(on: .none) { throw error }
             }
         }
     }
 
     deinit {
+        // A loop already closed has closed the connections' handles with it.
+        guard !loop.isClosed else { return }
         listener.stop()
         _ = pool.close()
     }
@@ -388,6 +398,40 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
+    /// Starts the store's listening connection; completes once its first `LISTEN` took effect (from
+    /// then on no other process's enqueue goes unheard), or its first attempt failed (it retries).
+    private func startListening() -> Future<Void> {
+        let statements = statements
+        let listening = PendingResult<Void>()
+        listener.start(
+            onNotification: { [weak self] payload in
+                guard let self, let notification = statements.notification(fromPayload: payload) else { return }
+                publish([notification])
+            },
+            onListening: { [weak self] isReconnect in
+                listening.succeed(())
+                // Enqueues committed while nobody listened: tell the workers where to look.
+                if isReconnect { self?.reportQueuesWithClaimableJobs(dueOnly: false) }
+            },
+            onFailure: { listening.succeed(()) },
+            onSafetyPoll: { [weak self] in self?.reportQueuesWithClaimableJobs(dueOnly: true) })
+        return listening.future()
+    }
+
+    /// Publishes `.enqueued` for the queues holding claimable jobs (due now, when `dueOnly`).
+    private func reportQueuesWithClaimableJobs(dueOnly: Bool) {
+        guard observers.withLock({ !$0.byKey.isEmpty }) else { return }
+        let now = clock.now().milliseconds
+        pool.withConnection(retriesLostConnection: true) { connection in
+            connection.query(
+                "SELECT DISTINCT queue FROM flow_jobs WHERE state IN \(Statements.claimableStates) AND run_at <= $1",
+                [.integer(dueOnly ? now : Int64.max)])
+        }.onValue(on: .none) { [weak self] result in
+            let queues = Set(result.rows.compactMap { $0.first?.textValue })
+            if !queues.isEmpty { self?.publish([.enqueued(queues: queues)]) }
+        }
+    }
+
     /// Calls `observer` after this process's commits, and after other processes' enqueues once the
     /// store listens; see ``JobStore/observe(_:)`` and the store's description.
     public func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
@@ -396,23 +440,6 @@ public final class PostgresJobStore: JobStore {
             observers.byKey[observers.next] = observer
             return observers.next
         }
-        let statements = statements
-        listener.start(
-            onNotification: { [weak self] payload in
-                guard let self, let notification = statements.notification(fromPayload: payload) else { return }
-                publish([notification])
-            },
-            onListening: { [weak self] isReconnect in
-                guard isReconnect, let self else { return }
-                // Enqueues committed while nobody listened: tell the workers where to look.
-                pool.withConnection(retriesLostConnection: true) { connection in
-                    connection.query(
-                        "SELECT DISTINCT queue FROM flow_jobs WHERE state IN ('scheduled', 'available', 'retryable')")
-                }.onValue(on: .none) { [weak self] result in
-                    let queues = Set(result.rows.compactMap { $0.first?.textValue })
-                    if !queues.isEmpty { self?.publish([.enqueued(queues: queues)]) }
-                }
-            })
         return Disposer { [weak self] in
             _ = self?.observers.withLock { $0.byKey.removeValue(forKey: key) }
         }

@@ -48,16 +48,19 @@ enum PostgresTestDatabase {
         "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(24)
     }
 
-    /// Opens a store on a fresh schema (or `schema`), waiting for it.
+    /// Opens a store on a fresh schema (or `schema`), waiting for it; with no safety poll unless
+    /// asked, so that observers hear only what the tests do.
     static func openStore(
         clock: JobClock = .system, schema: String = freshSchema(), url: String? = nil,
-        statementTimeout: Duration? = nil
+        statementTimeout: Duration? = nil, safetyPollInterval: Duration? = nil
     ) throws -> PostgresJobStore {
         let url = try url ?? requireURL()
         return try wait(
             PostgresJobStore.open(
                 url: url, on: loop,
-                configuration: .init(clock: clock, schema: schema, statementTimeout: statementTimeout)))
+                configuration: .init(
+                    clock: clock, schema: schema, statementTimeout: statementTimeout,
+                    safetyPollInterval: safetyPollInterval)))
     }
 
     /// The conformance suite's PostgreSQL entry, when the tests run.
