@@ -325,7 +325,9 @@ struct PostgresJobStoreTests {
         // The worker has nothing due and no timer: only the notification of the commit wakes it.
         let client = JobClient(store: clientStore)
         let handles = try (0..<20).map { index in try wait(client.enqueue(kind, Message(text: "\(index)"))) }
-        let finished = try handles.map { try wait($0.finished()) }
+        // A handle hears of the end in the worker's process.
+        let workerClient = JobClient(store: workerStore)
+        let finished = try handles.map { try wait(workerClient.handle(for: $0.id).finished()) }
         #expect(finished.allSatisfy { $0.state == .completed && $0.attempt == 1 })
         #expect(runs.withLock { $0.sorted() } == (0..<20).map { "\($0)" }.sorted())
     }
