@@ -121,6 +121,9 @@ package final class PostgresConnection: @unchecked Sendable {
         }
         self.connection = connection
         openCount.add(1)
+        // The server's notices (`CREATE … IF NOT EXISTS` skipping) are not errors: libpq would print
+        // them on standard error.
+        PQsetNoticeReceiver(connection, { _, _ in }, nil)
         guard PQstatus(connection) != CONNECTION_BAD else {
             let message = connectionErrorMessage(connection)
             tearDown(failingWith: .cannotConnect(message: message))

@@ -1,7 +1,6 @@
 import Flow
 import FlowJobs
 import FlowNet
-import FlowSystem
 import Foundation
 
 /// A ``JobStore`` in a PostgreSQL database: workers in many processes, on many machines, share its
@@ -15,12 +14,12 @@ import Foundation
 ///
 /// - libpq on the loop: connections are non-blocking libpq connections whose sockets the loop
 ///   watches; a pool of at most ``Configuration/maxConnections`` serves the store.
-/// - Transactions: every change runs as one transaction on a connection of the pool, its steps
-///   written as synchronous code (the protocol's ``JobStore/transaction(_:)`` and a finish's effects
-///   are synchronous) on a thread of libuv's pool, within ``ThreadPool/blockingWorkLimit``; each
-///   statement goes through the connection on the loop, and only that pool thread waits for it.
-///   Reads and one-statement changes (``job(_:)``, ``jobs(state:queue:limit:)``,
-///   ``heartbeat(_:leaseDuration:)``) go straight to a connection, with no thread.
+/// - Transactions: every change runs as one transaction on a connection of the pool. Its steps are
+///   synchronous code (the protocol's ``JobStore/transaction(_:)`` and a finish's effects are
+///   synchronous), run on a thread of the store's own (at most one per pooled connection), where
+///   each statement waits for its answer; the statement itself goes through the connection on the
+///   loop, which never waits. Reads and one-statement changes (``job(_:)``,
+///   ``jobs(state:queue:limit:)``, ``heartbeat(_:leaseDuration:)``) go straight to a connection.
 /// - Claims take due jobs with `FOR UPDATE SKIP LOCKED`, highest priority first, then earliest run
 ///   time, as many as the worker has free slots per queue, in one statement per queue.
 /// - Finished jobs move to `flow_jobs_history` in the transaction that finishes them: the hot table
@@ -88,6 +87,7 @@ public final class PostgresJobStore: JobStore {
     let sessionSetup: [String]
     private let observers = Locked<(next: UInt64, byKey: [UInt64: @Sendable (JobStoreNotification) -> Void])>((0, [:]))
     private let listener: PostgresListener
+    let transactionThreads: TransactionThreads
 
     private init(connectionString: String, configuration: Configuration, loop: EventLoop) {
         let schema = configuration.schema
@@ -109,6 +109,7 @@ public final class PostgresJobStore: JobStore {
             setup.append("SET statement_timeout TO \(max(1, timeout.wholeMilliseconds))")
         }
         sessionSetup = Array(setup.prefix(2))
+        transactionThreads = TransactionThreads(limit: configuration.maxConnections)
         pool = PostgresConnectionPool(
             connectionString: connectionString, maxConnections: configuration.maxConnections, setup: setup, loop: loop)
         statements = Statements(channel: "flow_jobs:" + schema, instance: UUID().uuidString)
@@ -137,7 +138,7 @@ public final class PostgresJobStore: JobStore {
         let store = PostgresJobStore(connectionString: url, configuration: configuration, loop: loop)
         let schema = store.schema
         return store.pool.withConnection { connection in
-            ThreadPool.run(on: loop, mayBlock: true) {
+            store.transactionThreads.future {
                 try PostgresSchema.migrate(PostgresSession(connection: connection), schema: schema)
             }
         }.flatMapResult(on: .none) { result in
@@ -150,6 +151,7 @@ public final class PostgresJobStore: JobStore {
 
     deinit {
         // A loop already closed has closed the connections' handles with it.
+        transactionThreads.stop()
         guard !loop.isClosed else { return }
         listener.stop()
         _ = pool.close()
@@ -159,6 +161,7 @@ public final class PostgresJobStore: JobStore {
     /// later operations fail with ``PostgresError/closed``.
     @discardableResult
     public func close() -> Future<Void> {
+        transactionThreads.stop()
         listener.stop()
         return pool.close()
     }
@@ -168,15 +171,15 @@ public final class PostgresJobStore: JobStore {
 
     // MARK: Running transactions
 
-    /// Runs `body` in one transaction on a connection of the pool, on a thread of libuv's pool; commits
+    /// Runs `body` in one transaction on a connection of the pool, on a transaction thread; commits
     /// when it returns, rolls back when it throws, and tells observers after the commit.
     func inTransaction<Value: Sendable>(
         _ body: @escaping @Sendable (PostgresSession, Int64) throws -> Value
     ) -> Future<Value> {
         let clock = clock
-        let loop = loop
+        let threads = transactionThreads
         return pool.withConnection { connection in
-            ThreadPool.run(on: loop, mayBlock: true) { () throws -> Committed<Value> in
+            threads.future { () throws -> Committed<Value> in
                 let session = PostgresSession(connection: connection)
                 try session.run("BEGIN")
                 do {
@@ -376,7 +379,7 @@ public final class PostgresJobStore: JobStore {
 
     /// Runs `body` in one transaction on a connection of the store; see ``JobStore/transaction(_:)``.
     ///
-    /// `body` runs on a thread of libuv's pool and each of its statements waits there for the
+    /// `body` runs on a thread of the store's own and each of its statements waits there for the
     /// server's answer. Write its SQL for PostgreSQL, with `?` (numbered in order) or `$1`, `$2`, …
     /// placeholders.
     ///
