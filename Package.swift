@@ -113,7 +113,7 @@ let package = Package(
         // Durable jobs on PostgreSQL: libpq driven by the loop, the store, its schema.
         .target(
             name: "FlowJobsPostgres",
-            dependencies: ["Flow", "FlowNet", "FlowSystem", "FlowJobs", "CLibPQ", "CLibUV"]
+            dependencies: ["Flow", "FlowNet", "FlowJobs", "CLibPQ", "CLibUV"]
         ),
 
         // Programs: `swift run <Name>`.
@@ -179,7 +179,7 @@ let package = Package(
         .executableTarget(
             name: "JobRunner",
             dependencies: [
-                "Flow", "FlowJobs", "FlowSystem", "FlowTimers",
+                "Flow", "FlowJobs", "FlowJobsPostgres", "FlowSystem", "FlowTimers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/JobRunner"
