@@ -2,7 +2,7 @@ import CLibPQ
 import FlowJobs
 import Foundation
 
-/// What one statement answered: its rows (each column as an ``SQLValue``) and how many rows it changed.
+/// What one statement answered: its rows (each column as an `SQLValue`) and how many rows it changed.
 package struct PostgresResult: Sendable {
     /// The rows a query returned, each as its columns' values; empty for a command.
     package var rows: [[SQLValue]] = []
@@ -35,7 +35,7 @@ package struct PostgresResult: Sendable {
         }
     }
 
-    /// A text-format value as the ``SQLValue`` its type calls for.
+    /// A text-format value as the `SQLValue` its type calls for.
     static func decode(_ text: String, type: Oid) -> SQLValue {
         switch type {
         case 20, 21, 23, 26: .integer(Int64(text) ?? 0)  // int8, int2, int4, oid

@@ -3,7 +3,7 @@ import Foundation
 
 extension PostgresJobStore {
     /// The store's SQL, run inside a transaction on a ``PostgresSession``: the same steps as the SQLite
-    /// store's, so that the two keep one state machine (``JobLifecycle``) and one set of rules.
+    /// store's, so that the two keep one state machine (`JobLifecycle`) and one set of rules.
     struct Statements: Sendable {
         /// The `NOTIFY` channel of the store's schema.
         let channel: String
@@ -200,7 +200,7 @@ extension PostgresJobStore {
         // MARK: Records
 
         /// The job's record, locked, when it is running under `lease`'s fence; else
-        /// ``JobStoreError/leaseLost(_:)``.
+        /// `JobStoreError/leaseLost(_:)`.
         func runningRecord(_ lease: JobLease, on session: PostgresSession) throws -> JobRecord {
             guard let record = try liveRecord(lease.id, locking: true, on: session), record.state == .running,
                 record.fence == lease.fence

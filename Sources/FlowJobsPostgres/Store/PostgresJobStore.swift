@@ -3,8 +3,8 @@ import FlowJobs
 import FlowNet
 import Foundation
 
-/// A ``JobStore`` in a PostgreSQL database: workers in many processes, on many machines, share its
-/// jobs with the same leases, fences, unique keys and quarantine as ``SQLiteJobStore``.
+/// A `JobStore` in a PostgreSQL database: workers in many processes, on many machines, share its
+/// jobs with the same leases, fences, unique keys and quarantine as `SQLiteJobStore`.
 ///
 /// ```swift
 /// let store = try await PostgresJobStore.open(
@@ -15,7 +15,7 @@ import Foundation
 /// - libpq on the loop: connections are non-blocking libpq connections whose sockets the loop
 ///   watches; a pool of at most ``Configuration/maxConnections`` serves the store.
 /// - Transactions: every change runs as one transaction on a connection of the pool. Its steps are
-///   synchronous code (the protocol's ``JobStore/transaction(_:)`` and a finish's effects are
+///   synchronous code (the protocol's `JobStore/transaction(_:)` and a finish's effects are
 ///   synchronous), run on a thread of the store's own (at most one per pooled connection), where
 ///   each statement waits for its answer; the statement itself goes through the connection on the
 ///   loop, which never waits. Reads and one-statement changes (``job(_:)``,
@@ -31,7 +31,7 @@ import Foundation
 ///   meanwhile were lost); a slow safety poll (``Configuration/safetyPollInterval``) covers a
 ///   connection cut without an error.
 /// - Opening runs the schema's migrations, one process at a time; a schema written by a newer
-///   FlowJobsPostgres is refused with ``JobStoreError/newerSchema(found:supported:)``.
+///   FlowJobsPostgres is refused with `JobStoreError/newerSchema(found:supported:)`.
 /// - Errors: the server's refusals, lost connections and failed connects are ``PostgresError``s. A
 ///   change whose connection was lost fails with ``PostgresError/connectionLost(message:)`` (it may or
 ///   may not have committed: the fence and unique keys make running it again safe); reads are retried
@@ -130,7 +130,7 @@ public final class PostgresJobStore: JobStore {
     ///   - loop: the loop that drives the store's connections; it must be running.
     ///   - configuration: the clock, schema, pool size and statement timeout.
     /// - Returns: the store, once migrated; fails with ``PostgresError`` when the server cannot be
-    ///   reached or refuses, and with ``JobStoreError/newerSchema(found:supported:)`` when the schema
+    ///   reached or refuses, and with `JobStoreError/newerSchema(found:supported:)` when the schema
     ///   is newer than this code.
     public static func open(
         url: String, on loop: EventLoop, configuration: Configuration = Configuration()
@@ -212,7 +212,7 @@ public final class PostgresJobStore: JobStore {
 
     // MARK: JobStore
 
-    /// Adds jobs in one transaction; see ``JobStore/enqueue(_:)``.
+    /// Adds jobs in one transaction; see `JobStore/enqueue(_:)`.
     public func enqueue(_ jobs: [NewJob]) -> Future<[EnqueuedJob]> {
         let statements = statements
         return inTransaction { session, now in
@@ -222,13 +222,13 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Rescues expired leases and claims due jobs; see ``JobStore/claim(_:)``.
+    /// Rescues expired leases and claims due jobs; see `JobStore/claim(_:)`.
     public func claim(_ request: ClaimRequest) -> Future<ClaimResult> {
         let statements = statements
         return inTransaction { session, now in try statements.claim(request, now: now, on: session) }
     }
 
-    /// Extends a running job's lease; see ``JobStore/heartbeat(_:leaseDuration:)``.
+    /// Extends a running job's lease; see `JobStore/heartbeat(_:leaseDuration:)`.
     public func heartbeat(_ lease: JobLease, leaseDuration: Duration) -> Future<HeartbeatResult> {
         let expiresAt = clock.now().milliseconds + leaseDuration.wholeMilliseconds
         // Checked by its fence: running it again after a lost connection sets the same lease end.
@@ -245,7 +245,7 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Ends an attempt, with `effects` in the same transaction; see ``JobStore/finish(_:outcome:effects:)``.
+    /// Ends an attempt, with `effects` in the same transaction; see `JobStore/finish(_:outcome:effects:)`.
     public func finish(
         _ lease: JobLease, outcome: JobOutcome, effects: (@Sendable (any JobTransaction) throws -> Void)?
     ) -> Future<JobRecord> {
@@ -274,7 +274,7 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Gives a running job back; see ``JobStore/release(_:)``.
+    /// Gives a running job back; see `JobStore/release(_:)`.
     public func release(_ lease: JobLease) -> Future<Void> {
         let statements = statements
         return inTransaction { session, now in
@@ -289,7 +289,7 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Keeps the first attempt's trace context; see ``JobStore/recordFirstAttemptTrace(_:traceContext:)``.
+    /// Keeps the first attempt's trace context; see `JobStore/recordFirstAttemptTrace(_:traceContext:)`.
     @discardableResult
     public func recordFirstAttemptTrace(_ lease: JobLease, traceContext: [String: String]) -> Future<Void> {
         pool.withConnection(retriesLostConnection: true) { connection in
@@ -303,7 +303,7 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Cancels a queued job or asks a running one to stop; see ``JobStore/cancel(_:)``.
+    /// Cancels a queued job or asks a running one to stop; see `JobStore/cancel(_:)`.
     public func cancel(_ id: JobID) -> Future<JobCancellation> {
         let statements = statements
         return inTransaction { session, now in
@@ -324,7 +324,7 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// Sets or removes a queue's limit across every worker; see
-    /// ``JobStore/setConcurrencyLimit(_:forQueue:)``.
+    /// `JobStore/setConcurrencyLimit(_:forQueue:)`.
     @discardableResult
     public func setConcurrencyLimit(_ maxRunning: Int?, forQueue queue: String) -> Future<Void> {
         misusePrecondition(
@@ -346,7 +346,7 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// The job's record, unfinished or finished; see ``JobStore/job(_:)``.
+    /// The job's record, unfinished or finished; see `JobStore/job(_:)`.
     public func job(_ id: JobID) -> Future<JobRecord?> {
         pool.withConnection(retriesLostConnection: true) { connection in
             connection.query(
@@ -358,7 +358,7 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// Records filtered by state and queue, unfinished and finished; see
-    /// ``JobStore/jobs(state:queue:limit:)``.
+    /// `JobStore/jobs(state:queue:limit:)`.
     public func jobs(state: JobState?, queue: String?, limit: Int) -> Future<[JobRecord]> {
         pool.withConnection(retriesLostConnection: true) { connection in
             connection.query(
@@ -377,7 +377,7 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Runs `body` in one transaction on a connection of the store; see ``JobStore/transaction(_:)``.
+    /// Runs `body` in one transaction on a connection of the store; see `JobStore/transaction(_:)`.
     ///
     /// `body` runs on a thread of the store's own and each of its statements waits there for the
     /// server's answer. Write its SQL for PostgreSQL, with `?` (numbered in order) or `$1`, `$2`, …
@@ -436,7 +436,7 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// Calls `observer` after this process's commits, and after other processes' enqueues once the
-    /// store listens; see ``JobStore/observe(_:)`` and the store's description.
+    /// store listens; see `JobStore/observe(_:)` and the store's description.
     public func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
         let key = observers.withLock { observers in
             observers.next += 1

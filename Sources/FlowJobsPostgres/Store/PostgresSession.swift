@@ -37,7 +37,7 @@ final class PostgresSession {
     }
 }
 
-/// A store transaction as a job's effects or a caller's own writes see it (``JobTransaction``):
+/// A store transaction as a job's effects or a caller's own writes see it (`JobTransaction`):
 /// SQL written with `?` placeholders, as for SQLite, runs with them numbered `$1`, `$2`, …
 struct PostgresTransaction: JobTransaction {
     let session: PostgresSession

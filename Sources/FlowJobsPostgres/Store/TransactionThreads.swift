@@ -5,7 +5,7 @@ import Foundation
 /// The threads a store's transactions run on: at most one per connection of the pool (a transaction
 /// holds its connection throughout), started when first needed and kept while the store is open.
 ///
-/// A transaction's code is synchronous (``JobTransaction``) and waits on its thread for each
+/// A transaction's code is synchronous (`JobTransaction`) and waits on its thread for each
 /// statement's answer from the loop, so it cannot run on the loop. It runs on threads of the store's
 /// own rather than on libuv's pool: libuv joins its pool's threads when the process exits, and a
 /// transaction waiting there for a loop that no longer runs would keep the process from exiting.
