@@ -356,4 +356,32 @@ struct PostgresJobStoreTests {
             })
         expectSignal(heard, "the safety poll's report")
     }
+
+    @Test func aTransactionWhoseSessionEndsBetweenStatementsFailsAsLostAndLeavesNothing() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let store = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore()
+        defer {
+            store.close()
+            other.close()
+        }
+        let outcome = Synchronization.Mutex<(any Error)?>(nil)
+        do {
+            try wait(
+                store.transaction { transaction in
+                    _ = try transaction.enqueue(job("lost"))
+                    try terminateSessions(
+                        of: schema, runningStatementStartingWith: "", inState: "idle in transaction", from: other)
+                    return try transaction.query("SELECT 1", [])
+                })
+        } catch {
+            outcome.withLock { $0 = error }
+        }
+        let error = try #require(outcome.withLock { $0 } as? PostgresError)
+        guard case .connectionLost = error else {
+            Issue.record("expected connectionLost, not \(error)")
+            return
+        }
+        #expect(try wait(store.jobs(state: nil, queue: "lost", limit: 10)).isEmpty, "nothing of it committed")
+    }
 }

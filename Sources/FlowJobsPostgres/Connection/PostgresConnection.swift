@@ -40,6 +40,8 @@ package final class PostgresConnection: @unchecked Sendable {
     private var running: Statement?
     /// What the running statement's results gave so far: the last rows, or the first error.
     private var runningOutcome: Swift.Result<PostgresResult, PostgresError>?
+    /// Why the connection ended when it broke rather than being closed: what later statements get.
+    private var lostError: PostgresError?
     /// Called in the loop's context with each `NOTIFY` heard: its channel and payload.
     package var onNotification: ((String, String) -> Void)?
     /// Called once in the loop's context when the connection breaks (not when it is closed).
@@ -90,7 +92,8 @@ package final class PostgresConnection: @unchecked Sendable {
     ) {
         loop.inContext("PostgresConnection.send") { [self] in
             guard case .ready = phase else {
-                completion(.failure(.closed))
+                // A statement after the loss (the next of a transaction, say) learns of the loss.
+                completion(.failure(lostError ?? .closed))
                 return
             }
             waiting.append(Statement(sql: sql, arguments: arguments, completion: completion))
@@ -324,6 +327,7 @@ package final class PostgresConnection: @unchecked Sendable {
         let connecting: (@Sendable (Swift.Result<PostgresConnection, PostgresError>) -> Void)?
         if case .connecting(let completion) = phase { connecting = completion } else { connecting = nil }
         phase = .closed
+        if error != .closed, lostError == nil { lostError = error }
         closePoll()
         if let connection {
             self.connection = nil
