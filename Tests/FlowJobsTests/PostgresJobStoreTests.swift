@@ -384,4 +384,48 @@ struct PostgresJobStoreTests {
         }
         #expect(try wait(store.jobs(state: nil, queue: "lost", limit: 10)).isEmpty, "nothing of it committed")
     }
+
+    @Test func aBatchWithoutUniqueKeysKeepsEveryFieldInOrderAndWakesOtherProcessesForEachQueue() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let wallClock = ManualWallClock()
+        let store = try PostgresTestDatabase.openStore(clock: wallClock.jobClock, schema: schema)
+        let listening = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            store.close()
+            listening.close()
+        }
+        let heardQueues = Synchronization.Mutex<Set<String>>([])
+        let heard = DispatchSemaphore(value: 0)
+        let observation = listening.observe { notification in
+            if case .enqueued(let queues) = notification {
+                heardQueues.withLock { $0.formUnion(queues) }
+                heard.signal()
+            }
+        }
+        defer { observation.dispose() }
+        let now = wallClock.jobClock.now()
+        let jobs = [
+            NewJob(
+                name: "a", queue: "q\"1\\", payload: Data([0, 0x5C, 0x22, 0x7B, 0xFF]), priority: -3,
+                runAt: now.addingTimeInterval(-5), maxAttempts: 2, traceContext: ["traceparent": "00-ab\"c-01"]),
+            NewJob(name: "b", queue: "q2", payload: Data(), priority: 7, runAt: now.addingTimeInterval(60), maxAttempts: 9),
+            NewJob(name: "c", queue: "q\"1\\", payload: Data("{}".utf8), maxAttempts: 1),
+        ]
+        let enqueued = try wait(store.enqueue(jobs))
+        #expect(enqueued.map(\.state) == [.available, .scheduled, .available])
+        #expect(enqueued.map(\.id) == enqueued.map(\.id).sorted() && Set(enqueued.map(\.id)).count == 3)
+        for (job, added) in zip(jobs, enqueued) {
+            let record = try #require(try wait(store.job(added.id)))
+            #expect(record.name == job.name && record.queue == job.queue && record.payload == job.payload)
+            #expect(record.priority == job.priority && record.lifecycle.maxAttempts == job.maxAttempts)
+            #expect(record.runAt == (job.runAt ?? now) && record.createdAt == now && record.uniqueKey == nil)
+            #expect(record.traceContext == job.traceContext)
+        }
+        while heardQueues.withLock({ $0 }) != ["q\"1\\", "q2"] {
+            guard heard.wait(timeout: .now() + hangGuard) == .success else {
+                Issue.record("heard only \(heardQueues.withLock { $0 })")
+                return
+            }
+        }
+    }
 }

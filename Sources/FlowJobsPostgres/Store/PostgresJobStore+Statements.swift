@@ -43,12 +43,60 @@ extension PostgresJobStore {
         }
 
         /// `values` as a PostgreSQL array literal (`{"a","b"}`), every element quoted.
-        static func arrayLiteral(_ values: [String]) -> String {
+        static func arrayLiteral(_ values: [String?]) -> String {
             let elements = values.map { value in
-                "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                guard let value else { return "NULL" }
+                return "\""
+                    + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
                     + "\""
             }
             return "{" + elements.joined(separator: ",") + "}"
+        }
+
+        /// `bytes` in `bytea`'s hex input form, `\x0a1b…`.
+        static func byteaText(_ bytes: Data) -> String {
+            let digits = Array("0123456789abcdef".utf8)
+            var text: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+            text.reserveCapacity(2 + bytes.count * 2)
+            for byte in bytes {
+                text.append(digits[Int(byte >> 4)])
+                text.append(digits[Int(byte & 0x0F)])
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+
+        /// The one statement that adds `jobs`, none of which has a unique key, and sends their
+        /// queues' notifications: atomic on its own, so it needs no transaction around it. Its rows
+        /// are the new jobs' identifiers, in the order of `jobs`.
+        func insertWithoutUniqueKeys(_ jobs: [NewJob], now: Int64) -> (sql: String, arguments: [SQLValue]) {
+            let runAts = jobs.map { $0.runAt?.milliseconds ?? now }
+            let states = runAts.map { JobLifecycle(isDue: $0 <= now, maxAttempts: 1).state.rawValue }
+            let payloads = jobs.map { Self.byteaText($0.payload) }
+            let traceContexts = jobs.map { Self.encodeTraceContext($0.traceContext).textValue }
+            let queues = Set(jobs.map(\.queue)).sorted().map { "\(instance) e \($0)" }
+            let sql = """
+                WITH inserted AS (
+                    INSERT INTO flow_jobs (
+                        name, queue, payload, state, priority, run_at, max_attempts, created_at, trace_context)
+                    SELECT name, queue, payload, state, priority, run_at, max_attempts, $8, trace_context
+                    FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::int[], $6::bigint[],
+                        $7::int[], $9::text[])
+                        AS job(name, queue, payload, state, priority, run_at, max_attempts, trace_context)
+                    RETURNING id),
+                notified AS (SELECT count(pg_notify($10, payload)) FROM unnest($11::text[]) AS payload)
+                SELECT id FROM inserted, notified ORDER BY id
+                """
+            return (
+                sql,
+                [
+                    .text(Self.arrayLiteral(jobs.map(\.name))), .text(Self.arrayLiteral(jobs.map(\.queue))),
+                    .text(Self.arrayLiteral(payloads)), .text(Self.arrayLiteral(states)),
+                    .text("{" + jobs.map { String($0.priority) }.joined(separator: ",") + "}"),
+                    .text("{" + runAts.map { String($0) }.joined(separator: ",") + "}"),
+                    .text("{" + jobs.map { String($0.maxAttempts) }.joined(separator: ",") + "}"), .integer(now),
+                    .text(Self.arrayLiteral(traceContexts)), .text(channel), .text(Self.arrayLiteral(queues)),
+                ]
+            )
         }
 
         // MARK: Enqueueing

@@ -213,8 +213,29 @@ public final class PostgresJobStore: JobStore {
     // MARK: JobStore
 
     /// Adds jobs in one transaction; see `JobStore/enqueue(_:)`.
+    ///
+    /// Jobs without unique keys go in one statement, on a connection of the pool and with no thread:
+    /// a batch of any size is one round trip to the server and one commit.
     public func enqueue(_ jobs: [NewJob]) -> Future<[EnqueuedJob]> {
+        guard !jobs.isEmpty else { return Future([]) }
         let statements = statements
+        if jobs.allSatisfy({ $0.uniqueKey == nil }) {
+            let now = clock.now().milliseconds
+            let (sql, arguments) = statements.insertWithoutUniqueKeys(jobs, now: now)
+            return pool.withConnection { connection in connection.query(sql, arguments) }.map(on: .none) {
+                [weak self] result in
+                guard result.rows.count == jobs.count else {
+                    throw PostgresError.server(sqlState: "", message: "the enqueue answered \(result.rows.count) rows")
+                }
+                let enqueued = zip(jobs, result.rows).map { job, row in
+                    EnqueuedJob(
+                        id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: false,
+                        state: (job.runAt?.milliseconds ?? now) <= now ? .available : .scheduled)
+                }
+                self?.publish([.enqueued(queues: Set(jobs.map(\.queue)))])
+                return enqueued
+            }
+        }
         return inTransaction { session, now in
             let enqueued = try jobs.map { try statements.insert($0, now: now, on: session) }
             try statements.notifyOtherProcesses(session)
