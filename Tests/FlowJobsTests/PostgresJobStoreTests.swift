@@ -428,4 +428,30 @@ struct PostgresJobStoreTests {
             }
         }
     }
+
+    @Test func claimsRacingFromTwoProcessesTakeEveryJobExactlyOnce() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let stores = try (0..<2).map { _ in try PostgresTestDatabase.openStore(schema: schema) }
+        defer { for store in stores { store.close() } }
+        let enqueued = try wait(stores[0].enqueue((0..<200).map { _ in job() }))
+        let claimed = Synchronization.Mutex<[JobID]>([])
+        let claimers = DispatchGroup()
+        for claimer in 0..<8 {
+            claimers.enter()
+            DispatchQueue.global().async {
+                defer { claimers.leave() }
+                let store = stores[claimer % 2]
+                let request = ClaimRequest(
+                    slotsByQueue: ["default": 7], names: ["task"], worker: "claimer-\(claimer)",
+                    leaseDuration: .seconds(60), maxLeaseExpiries: 3)
+                while let jobs = try? wait(store.claim(request)).jobs, !jobs.isEmpty {
+                    claimed.withLock { $0 += jobs.map(\.id) }
+                }
+            }
+        }
+        #expect(claimers.wait(timeout: .now() + hangGuard) == .success)
+        let ids = claimed.withLock { $0 }
+        #expect(ids.count == 200, "a job was claimed twice or not at all")
+        #expect(Set(ids) == Set(enqueued.map(\.id)))
+    }
 }
