@@ -456,8 +456,9 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Calls `observer` after this process's commits, and after other processes' enqueues once the
-    /// store listens; see `JobStore/observe(_:)` and the store's description.
+    /// Calls `observer` after this store's commits, and after other processes' enqueues and
+    /// cancellation requests (heard by the store's listening connection); see `JobStore/observe(_:)`
+    /// and the store's description.
     public func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
         let key = observers.withLock { observers in
             observers.next += 1

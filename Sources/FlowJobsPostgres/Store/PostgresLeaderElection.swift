@@ -116,6 +116,8 @@ public final class PostgresLeaderElection: @unchecked Sendable {
     }
 
     deinit {
+        // A loop already closed has closed the connection's handle with it.
+        guard !loop.isClosed else { return }
         connection?.close()
     }
 }
