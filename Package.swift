@@ -20,6 +20,9 @@ let package = Package(
         // Durable jobs on an embedded SQLite store: a product of its own, so that `import Flow` alone
         // builds and links no SQLite.
         .library(name: "FlowJobs", targets: ["FlowJobs"]),
+        // The PostgreSQL store of durable jobs, on libpq: a product of its own, so that `import FlowJobs`
+        // alone builds and links no libpq.
+        .library(name: "FlowJobsPostgres", targets: ["FlowJobsPostgres"]),
         // `swift run flow-jobs`: lists, inspects, retries, cancels, discards and purges a job database's jobs.
         .executable(name: "flow-jobs", targets: ["flow-jobs"]),
     ],
@@ -50,6 +53,12 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        // libpq, as the system provides it (Debian: libpq-dev), for FlowJobsPostgres.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
         // Thread-local storage and libdispatch's main-queue hooks, which Swift cannot declare itself.
         .target(name: "CFlowSupport"),
@@ -99,6 +108,12 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+
+        // Durable jobs on PostgreSQL: libpq driven by the loop, the store, its schema.
+        .target(
+            name: "FlowJobsPostgres",
+            dependencies: ["Flow", "FlowNet", "FlowJobs", "CLibPQ", "CLibUV"]
         ),
 
         // Programs: `swift run <Name>`.
@@ -164,7 +179,7 @@ let package = Package(
         .executableTarget(
             name: "JobRunner",
             dependencies: [
-                "Flow", "FlowJobs", "FlowSystem", "FlowTimers",
+                "Flow", "FlowJobs", "FlowJobsPostgres", "FlowSystem", "FlowTimers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/JobRunner"
@@ -273,7 +288,7 @@ let package = Package(
         .testTarget(
             name: "FlowJobsTests",
             dependencies: [
-                "FlowJobs", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite",
+                "FlowJobs", "FlowJobsPostgres", "Flow", "FlowTimers", "FlowTesting", "FlowTestSupport", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Flow
 import FlowJobs
+import FlowJobsPostgres
 import FlowSystem
 import FlowTimers
 import Foundation
@@ -33,19 +34,31 @@ func say(_ line: String) {
 struct JobRunnerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "JobRunner",
-        abstract: "Enqueues greeting jobs in an SQLite database, and runs them in a worker that survives restarts.",
+        abstract: "Enqueues greeting jobs in SQLite or PostgreSQL, and runs them in a worker that survives restarts.",
         subcommands: [EnqueueCommand.self, WorkCommand.self])
 }
 
 /// The database option both commands take.
 struct DatabaseOption: ParsableArguments {
-    @Option(help: "The job database file (created when missing).")
+    @Option(help: "The job database: an SQLite file (created when missing) or a postgresql:// URL.")
     var database = "jobs.sqlite"
 
-    /// Opens the database; its error (a directory that is missing, a file that is not a database)
-    /// ends the program with status 1.
-    func openStore() throws -> SQLiteJobStore {
-        try SQLiteJobStore(path: database)
+    @Option(help: "The PostgreSQL schema of the job tables (with a postgresql:// database).")
+    var schema = "flow_jobs"
+
+    /// Opens the database; its error (a directory that is missing, a file that is not a database, a
+    /// server that cannot be reached) ends the program with status 1.
+    func openStore() throws -> any JobStore {
+        try EventLoop.main.run(until: JobStoreLocation.open(database, on: .main, schema: schema))
+    }
+
+    /// The database as the worker's first line names it: a URL without its password.
+    var displayName: String {
+        guard JobStoreLocation.isPostgresURL(database), var url = URLComponents(string: database) else {
+            return database
+        }
+        url.password = nil
+        return "\(url.string ?? "PostgreSQL"), schema \(schema)"
     }
 }
 
@@ -149,10 +162,10 @@ struct WorkCommand: ParsableCommand {
                 Glibc.exit(0)
             }
         }
-        say("worker ready: \(database.database), \(concurrency) at a time")
+        say("worker ready: \(database.displayName), \(concurrency) at a time")
         worker.start()
-        // Jobs enqueued by other processes (`JobRunner enqueue`) wake it too: the store watches the
-        // database's files, so nothing polls.
+        // Jobs enqueued by other processes (`JobRunner enqueue`) wake it too: an SQLite store watches
+        // the database's files, a PostgreSQL store listens for the enqueues' notifications.
         withExtendedLifetime(signals) { _ = try? EventLoop.main.run() }
     }
 }

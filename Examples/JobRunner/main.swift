@@ -5,6 +5,7 @@
 //
 //     swift run JobRunner enqueue --database jobs.sqlite --message hello --fail-first 2
 //     swift run JobRunner work --database jobs.sqlite
+//     swift run JobRunner work --database postgresql://app:secret@db.internal/app
 //
 // Exit status: 0 on success (and after a graceful stop), 1 when the database cannot be used, 64 for
 // a command line it does not understand (`--help` lists the options).

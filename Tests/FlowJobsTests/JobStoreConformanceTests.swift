@@ -4,8 +4,8 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A way to open a store for the conformance suite. Every store of FlowJobs joins `all`: the suite's
-/// tests run once per entry, so a new store (PostgreSQL) adds a factory here and passes the same tests.
+/// A way to open a store for the conformance suite. Every store joins `all`: the suite's tests run once
+/// per entry. PostgreSQL's entry (a fresh schema per test) is there when the tests have a server.
 struct JobStoreFactory: Sendable, CustomTestStringConvertible {
     let testDescription: String
     let open: @Sendable (JobClock, TemporaryDirectory) throws -> any JobStore
@@ -17,7 +17,7 @@ struct JobStoreFactory: Sendable, CustomTestStringConvertible {
         JobStoreFactory(testDescription: "SQLite in memory, calling thread") { clock, _ in
             try SQLiteJobStore.inMemory(configuration: .init(clock: clock, execution: .callingThread))
         },
-    ]
+    ] + PostgresTestDatabase.factories
 }
 
 /// One store under test, its clock, and shorthands for the protocol's calls.

@@ -1,0 +1,345 @@
+import FlowJobs
+import Foundation
+
+extension PostgresJobStore {
+    /// The store's SQL, run inside a transaction on a ``PostgresSession``: the same steps as the SQLite
+    /// store's, so that the two keep one state machine (`JobLifecycle`) and one set of rules.
+    struct Statements: Sendable {
+        /// The `NOTIFY` channel of the store's schema.
+        let channel: String
+        /// This store object's identity in notification payloads: it hears its own commits directly.
+        let instance: String
+
+        static let claimableStates = "('scheduled', 'available', 'retryable')"
+
+        // MARK: Notifications
+
+        /// Sends a `NOTIFY` for the transaction's enqueues and cancellation requests, delivered to
+        /// other processes' listeners when it commits.
+        func notifyOtherProcesses(_ session: PostgresSession) throws {
+            var payloads: [String] = []
+            for notification in session.pendingNotifications {
+                switch notification {
+                case .enqueued(let queues): payloads += queues.sorted().map { "\(instance) e \($0)" }
+                case .cancellationRequested(let id): payloads.append("\(instance) c \(id.rawValue)")
+                case .finished: break
+                }
+            }
+            guard !payloads.isEmpty else { return }
+            try session.run(
+                "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload",
+                [.text(channel), .text(Self.arrayLiteral(Array(Set(payloads)).sorted()))])
+        }
+
+        /// What another process's payload tells this process's observers; `nil` for this store's own.
+        func notification(fromPayload payload: String) -> JobStoreNotification? {
+            let parts = payload.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[0] != instance else { return nil }
+            switch parts[1] {
+            case "e": return .enqueued(queues: [String(parts[2])])
+            case "c": return Int64(parts[2]).map { .cancellationRequested(JobID(rawValue: $0)) }
+            default: return nil
+            }
+        }
+
+        /// `values` as a PostgreSQL array literal (`{"a","b"}`), every element quoted.
+        static func arrayLiteral(_ values: [String?]) -> String {
+            let elements = values.map { value in
+                guard let value else { return "NULL" }
+                return "\""
+                    + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                    + "\""
+            }
+            return "{" + elements.joined(separator: ",") + "}"
+        }
+
+        /// `bytes` in `bytea`'s hex input form, `\x0a1b…`.
+        static func byteaText(_ bytes: Data) -> String {
+            let digits = Array("0123456789abcdef".utf8)
+            var text: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+            text.reserveCapacity(2 + bytes.count * 2)
+            for byte in bytes {
+                text.append(digits[Int(byte >> 4)])
+                text.append(digits[Int(byte & 0x0F)])
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+
+        /// The one statement that adds `jobs`, none of which has a unique key, and sends their
+        /// queues' notifications: atomic on its own, so it needs no transaction around it. Its rows
+        /// are the new jobs' identifiers, in the order of `jobs`.
+        func insertWithoutUniqueKeys(_ jobs: [NewJob], now: Int64) -> (sql: String, arguments: [SQLValue]) {
+            let runAts = jobs.map { $0.runAt?.milliseconds ?? now }
+            let states = runAts.map { JobLifecycle(isDue: $0 <= now, maxAttempts: 1).state.rawValue }
+            let payloads = jobs.map { Self.byteaText($0.payload) }
+            let traceContexts = jobs.map { Self.encodeTraceContext($0.traceContext).textValue }
+            let queues = Set(jobs.map(\.queue)).sorted().map { "\(instance) e \($0)" }
+            let sql = """
+                WITH inserted AS (
+                    INSERT INTO flow_jobs (
+                        name, queue, payload, state, priority, run_at, max_attempts, created_at, trace_context)
+                    SELECT name, queue, payload, state, priority, run_at, max_attempts, $8, trace_context
+                    FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::int[], $6::bigint[],
+                        $7::int[], $9::text[])
+                        AS job(name, queue, payload, state, priority, run_at, max_attempts, trace_context)
+                    RETURNING id),
+                notified AS (SELECT count(pg_notify($10, payload)) FROM unnest($11::text[]) AS payload)
+                SELECT id FROM inserted, notified ORDER BY id
+                """
+            return (
+                sql,
+                [
+                    .text(Self.arrayLiteral(jobs.map(\.name))), .text(Self.arrayLiteral(jobs.map(\.queue))),
+                    .text(Self.arrayLiteral(payloads)), .text(Self.arrayLiteral(states)),
+                    .text("{" + jobs.map { String($0.priority) }.joined(separator: ",") + "}"),
+                    .text("{" + runAts.map { String($0) }.joined(separator: ",") + "}"),
+                    .text("{" + jobs.map { String($0.maxAttempts) }.joined(separator: ",") + "}"), .integer(now),
+                    .text(Self.arrayLiteral(traceContexts)), .text(channel), .text(Self.arrayLiteral(queues)),
+                ]
+            )
+        }
+
+        // MARK: Enqueueing
+
+        func insert(_ job: NewJob, now: Int64, on session: PostgresSession) throws -> EnqueuedJob {
+            let runAt = job.runAt?.milliseconds ?? now
+            let lifecycle = JobLifecycle(isDue: runAt <= now, maxAttempts: job.maxAttempts)
+            while true {
+                if let key = job.uniqueKey,
+                    let row = try session.rows("SELECT id, state FROM flow_jobs WHERE unique_key = $1", [.text(key)])
+                        .first
+                {
+                    return EnqueuedJob(
+                        id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: true,
+                        state: JobState(rawValue: row[1].textValue ?? "") ?? .available)
+                }
+                // A job with the same key committed by another transaction since the check adds
+                // nothing here (ON CONFLICT): the loop then answers that job.
+                let rows = try session.rows(
+                    """
+                    INSERT INTO flow_jobs (
+                        name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at,
+                        trace_context)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id
+                    """,
+                    [
+                        .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
+                        .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
+                        job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now),
+                        Self.encodeTraceContext(job.traceContext),
+                    ])
+                guard let row = rows.first else { continue }
+                if case .enqueued(let queues)? = session.pendingNotifications.last, queues.contains(job.queue) {
+                } else {
+                    session.pendingNotifications.append(.enqueued(queues: [job.queue]))
+                }
+                return EnqueuedJob(
+                    id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: false, state: lifecycle.state)
+            }
+        }
+
+        // MARK: Claiming
+
+        /// Rescues every job whose lease ended: a lease that ended is an attempt that ended. SKIP
+        /// LOCKED: a job another transaction is rescuing right now is that one's to report.
+        func rescueExpiredLeases(maxLeaseExpiries: Int, now: Int64, on session: PostgresSession) throws -> [JobRecord] {
+            let expired = try session.rows(
+                """
+                SELECT \(PostgresSchema.jobColumns) FROM flow_jobs
+                WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY id FOR UPDATE SKIP LOCKED
+                """,
+                [.integer(now)]
+            ).map(Self.decode)
+            var rescued: [JobRecord] = []
+            for record in expired {
+                var lifecycle = record.lifecycle
+                try lifecycle.apply(.leaseExpired(maxLeaseExpiries: maxLeaseExpiries))
+                // The job keeps its run time, and with it its place among the due jobs.
+                rescued.append(
+                    try store(
+                        lifecycle, of: record, runAt: record.runAt.milliseconds, lastError: record.lastError,
+                        worker: record.worker, now: now, on: session))
+            }
+            return rescued
+        }
+
+        func claim(_ request: ClaimRequest, now: Int64, on session: PostgresSession) throws -> ClaimResult {
+            let rescued = try rescueExpiredLeases(maxLeaseExpiries: request.maxLeaseExpiries, now: now, on: session)
+
+            let names: SQLValue = .text(Self.arrayLiteral(request.names.sorted()))
+            var claimed: [JobRecord] = []
+            var queuesWithFreeSlots: [String] = []
+            let leaseEnd = now + request.leaseDuration.wholeMilliseconds
+            for (queue, wanted) in request.slotsByQueue.sorted(by: { $0.key < $1.key }) where wanted > 0 {
+                guard !request.names.isEmpty else { break }
+                var slots = wanted
+                // A queue's limit across every worker: its row locked, so that claims of the queue
+                // count its running jobs one after the other.
+                if let limit = try session.rows(
+                    "SELECT max_running FROM flow_queues WHERE name = $1 FOR UPDATE", [.text(queue)]
+                ).first?.first?.integerValue {
+                    let running =
+                        try session.rows(
+                            "SELECT count(*) FROM flow_jobs WHERE queue = $1 AND state = 'running'", [.text(queue)]
+                        ).first?.first?.integerValue ?? 0
+                    slots = min(wanted, Int(max(0, limit - running)))
+                    guard slots > 0 else { continue }
+                }
+                // The update mirrors JobLifecycle's `claimed`: attempt and fence up by one, running.
+                let rows = try session.rows(
+                    """
+                    UPDATE flow_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
+                        lease_expires_at = $1, worker = $2
+                    WHERE id IN (
+                        SELECT id FROM flow_jobs
+                        WHERE queue = $3 AND state IN \(Self.claimableStates) AND run_at <= $4
+                            AND name = ANY($5::text[])
+                        ORDER BY priority DESC, run_at, id LIMIT $6 FOR UPDATE SKIP LOCKED)
+                    RETURNING \(PostgresSchema.jobColumns)
+                    """,
+                    [
+                        .integer(leaseEnd), .text(request.worker), .text(queue), .integer(now), names,
+                        .integer(Int64(slots)),
+                    ])
+                claimed += rows.map(Self.decode)
+                if rows.count < slots { queuesWithFreeSlots.append(queue) }
+            }
+            claimed.sort { ($1.priority, $0.runAt, $0.id) < ($0.priority, $1.runAt, $1.id) }
+
+            var wakeTimes: [Int64] = []
+            if !queuesWithFreeSlots.isEmpty && !request.names.isEmpty {
+                let rows = try session.rows(
+                    """
+                    SELECT min(run_at) FROM flow_jobs
+                    WHERE state IN \(Self.claimableStates) AND queue = ANY($1::text[]) AND name = ANY($2::text[])
+                    """,
+                    [.text(Self.arrayLiteral(queuesWithFreeSlots)), names])
+                if let time = rows.first?.first?.integerValue { wakeTimes.append(time) }
+            }
+            // Other workers' leases: when one ends, its job is rescued by the next claim.
+            let leaseRows = try session.rows(
+                "SELECT min(lease_expires_at) FROM flow_jobs WHERE state = 'running' AND worker IS DISTINCT FROM $1",
+                [.text(request.worker)])
+            if let time = leaseRows.first?.first?.integerValue { wakeTimes.append(time) }
+            var measured: [String: QueueMeasurement] = [:]
+            if request.measuresQueues && !request.slotsByQueue.isEmpty {
+                let queues = request.slotsByQueue.keys.sorted()
+                for queue in queues { measured[queue] = QueueMeasurement(dueCount: 0, oldestDueAt: nil) }
+                let rows = try session.rows(
+                    """
+                    SELECT queue, count(*), min(run_at) FROM flow_jobs
+                    WHERE queue = ANY($1::text[]) AND state IN \(Self.claimableStates) AND run_at <= $2
+                    GROUP BY queue
+                    """,
+                    [.text(Self.arrayLiteral(queues)), .integer(now)])
+                for row in rows {
+                    guard let queue = row[0].textValue else { continue }
+                    measured[queue] = QueueMeasurement(
+                        dueCount: Int(row[1].integerValue ?? 0),
+                        oldestDueAt: row[2].integerValue.map(Date.init(milliseconds:)))
+                }
+            }
+            return ClaimResult(
+                jobs: claimed, nextWakeAt: wakeTimes.min().map(Date.init(milliseconds:)), rescued: rescued,
+                queues: measured)
+        }
+
+        // MARK: Records
+
+        /// The job's record, locked, when it is running under `lease`'s fence; else
+        /// `JobStoreError/leaseLost(_:)`.
+        func runningRecord(_ lease: JobLease, on session: PostgresSession) throws -> JobRecord {
+            guard let record = try liveRecord(lease.id, locking: true, on: session), record.state == .running,
+                record.fence == lease.fence
+            else { throw JobStoreError.leaseLost(lease) }
+            return record
+        }
+
+        /// The record of an unfinished job, row-locked for the transaction when `locking`.
+        func liveRecord(_ id: JobID, locking: Bool, on session: PostgresSession) throws -> JobRecord? {
+            try session.rows(
+                "SELECT \(PostgresSchema.jobColumns) FROM flow_jobs WHERE id = $1" + (locking ? " FOR UPDATE" : ""),
+                [.integer(id.rawValue)]
+            ).first.map(Self.decode)
+        }
+
+        /// The record of a job, unfinished or finished.
+        func record(_ id: JobID, on session: PostgresSession) throws -> JobRecord? {
+            if let live = try liveRecord(id, locking: false, on: session) { return live }
+            return try session.rows(
+                "SELECT \(PostgresSchema.jobColumns) FROM flow_jobs_history WHERE id = $1", [.integer(id.rawValue)]
+            ).first.map(Self.decode)
+        }
+
+        /// Writes `lifecycle` (and the fields that go with it) over `record`'s row; a job that reached
+        /// a terminal state moves to the history table and is published as finished.
+        func store(
+            _ lifecycle: JobLifecycle, of record: JobRecord, runAt: Int64, lastError: String?, worker: String?,
+            now: Int64, on session: PostgresSession
+        ) throws -> JobRecord {
+            let isRunning = lifecycle.state == .running
+            let finishedAt: Int64? = lifecycle.state.isTerminal ? now : nil
+            let rows = try session.rows(
+                """
+                UPDATE flow_jobs SET state = $1, attempt = $2, fence = $3, lease_expiries = $4, has_error = $5,
+                    cancel_requested = $6, run_at = $7, last_error = $8, worker = $9, finished_at = $10,
+                    lease_expires_at = CASE WHEN $11 THEN lease_expires_at ELSE NULL END
+                WHERE id = $12 RETURNING \(PostgresSchema.jobColumns)
+                """,
+                [
+                    .text(lifecycle.state.rawValue), .integer(Int64(lifecycle.attempt)), .integer(lifecycle.fence),
+                    .integer(Int64(lifecycle.leaseExpiries)), .text(lifecycle.hasRecordedError ? "t" : "f"),
+                    .text(lifecycle.isCancellationRequested ? "t" : "f"), .integer(runAt),
+                    lastError.map(SQLValue.text) ?? .null, worker.map(SQLValue.text) ?? .null,
+                    finishedAt.map(SQLValue.integer) ?? .null, .text(isRunning ? "t" : "f"),
+                    .integer(record.id.rawValue),
+                ])
+            guard let row = rows.first else {
+                throw PostgresError.server(sqlState: "P0002", message: "job \(record.id) vanished")
+            }
+            let stored = Self.decode(row)
+            if stored.state.isTerminal {
+                try session.run(
+                    """
+                    WITH moved AS (DELETE FROM flow_jobs WHERE id = $1 RETURNING *)
+                    INSERT INTO flow_jobs_history SELECT * FROM moved
+                    """,
+                    [.integer(record.id.rawValue)])
+                session.pendingNotifications.append(.finished(stored))
+            }
+            return stored
+        }
+
+        static func decode(_ row: [SQLValue]) -> JobRecord {
+            func integer(_ column: Int) -> Int64 { row[column].integerValue ?? 0 }
+            func date(_ column: Int) -> Date? { row[column].integerValue.map(Date.init(milliseconds:)) }
+            let lifecycle = JobLifecycle(
+                state: JobState(rawValue: row[4].textValue ?? "") ?? .discarded, attempt: Int(integer(7)),
+                maxAttempts: Int(integer(8)), fence: integer(9), leaseExpiries: Int(integer(12)),
+                hasRecordedError: integer(15) != 0, isCancellationRequested: integer(16) != 0)
+            return JobRecord(
+                id: JobID(rawValue: integer(0)), name: row[1].textValue ?? "", queue: row[2].textValue ?? "",
+                payload: row[3].blobValue ?? Data(), lifecycle: lifecycle, priority: Int(integer(5)),
+                runAt: Date(milliseconds: integer(6)), leaseExpiresAt: date(10), worker: row[11].textValue,
+                uniqueKey: row[13].textValue, lastError: row[14].textValue, createdAt: Date(milliseconds: integer(17)),
+                finishedAt: date(18), traceContext: decodeTraceContext(row[19]),
+                firstAttemptTraceContext: decodeTraceContext(row[20]))
+        }
+
+        /// A trace context's headers as a JSON object, or `NULL` when there are none.
+        static func encodeTraceContext(_ headers: [String: String]) -> SQLValue {
+            guard !headers.isEmpty else { return .null }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            guard let data = try? encoder.encode(headers) else { return .null }
+            return .text(String(decoding: data, as: UTF8.self))
+        }
+
+        /// The headers of a stored trace context; none when `NULL` or unreadable.
+        static func decodeTraceContext(_ value: SQLValue) -> [String: String] {
+            guard let text = value.textValue else { return [:] }
+            return (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
+        }
+    }
+}
