@@ -272,6 +272,9 @@ private final class DropWatch: Sendable {
 extension Flow.EventLoop {
     /// This loop as a SwiftNIO `EventLoop` (the same object on every call while it is in use), for NIO
     /// code that needs somewhere to run work and complete promises: see ``FlowNIOEventLoop``.
+    ///
+    /// The adapter holds this loop. Once nothing else holds the adapter, a later call of this property
+    /// (for any loop) lets both go.
     public var nioEventLoop: FlowNIOEventLoop {
         let key = ObjectIdentifier(self)
         let (adapter, unused) = FlowNIOEventLoop.adapters.withLock { adapters in
