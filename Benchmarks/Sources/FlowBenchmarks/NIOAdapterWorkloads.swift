@@ -9,8 +9,8 @@ import NIOPosix
 /// NIO's own `MultiThreadedEventLoopGroup` with one thread. Both implementations run the same
 /// functions on an `any EventLoop`, as NIO code holds its loop; only the loop differs.
 enum NIOAdapterWorkloads {
-    /// Runs `body` with a one-thread loop of the kind `implementation` names (`"flow"`: a Flow loop
-    /// on a thread of its own, seen through `nioEventLoop`; `"nio"`: NIO's own), then stops it.
+    /// Runs `body` with a one-thread loop (`flow`: a Flow loop on a thread of its own, seen through
+    /// `nioEventLoop`; otherwise NIO's own), then stops it.
     static func withLoop(flow: Bool, _ body: (any NIOCore.EventLoop) -> Void) {
         if flow {
             let flowLoop = Flow.EventLoop.startOnNewThread(name: "bench")
