@@ -236,10 +236,16 @@ let package = Package(
             name: "FlowTests",
             dependencies: ["Flow", "FlowTesting", "FlowTestSupport", "MainLoopProbe", "AsyncMainProbe"]
         ),
-        // Allocations per operation (P1, P2, P4, P8, posts), counted by a malloc of the test
-        // executable's own (Tests/AllocationCounting), with exact thresholds.
+        // Allocations per operation (P1, P2, P4, P8, posts, NIO code on a Flow loop), counted by a malloc
+        // of the test executable's own (Tests/AllocationCounting), with exact thresholds.
         .target(name: "CAllocationCounting", path: "Tests/AllocationCounting"),
-        .testTarget(name: "FlowAllocationTests", dependencies: ["Flow", "FlowTestSupport", "CAllocationCounting"]),
+        .testTarget(
+            name: "FlowAllocationTests",
+            dependencies: [
+                "Flow", "FlowTestSupport", "CAllocationCounting", "FlowNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "FlowTimersTests", dependencies: ["FlowTimers", "FlowTesting", "Flow", "FlowTestSupport"]),
         .testTarget(name: "DeferredTests", dependencies: ["Deferred", "Flow", "FlowTestSupport"]),
         .testTarget(

@@ -272,24 +272,43 @@ private final class DropWatch: Sendable {
 extension Flow.EventLoop {
     /// This loop as a SwiftNIO `EventLoop` (the same object on every call while it is in use), for NIO
     /// code that needs somewhere to run work and complete promises: see ``FlowNIOEventLoop``.
+    ///
+    /// The adapter holds this loop. Once nothing else holds the adapter, a later call of this property
+    /// (for any loop) lets both go.
     public var nioEventLoop: FlowNIOEventLoop {
         let key = ObjectIdentifier(self)
-        return FlowNIOEventLoop.adapters.withLock { adapters in
-            if let existing = adapters[key]?.adapter, existing.flowLoop === self { return existing }
-            if adapters.count > 64 { adapters = adapters.filter { $0.value.adapter != nil } }
+        let (adapter, unused) = FlowNIOEventLoop.adapters.withLock { adapters in
+            let unused = FlowNIOEventLoop.removeUnused(from: &adapters, keeping: key)
+            if let existing = adapters[key] { return (existing, unused) }
             let made = FlowNIOEventLoop(self)
-            adapters[key] = WeakAdapter(adapter: made)
-            return made
+            adapters[key] = made
+            return (made, unused)
         }
+        // Released outside the lock: an adapter may hold the last reference to its Flow loop.
+        withExtendedLifetime(unused) {}
+        return adapter
     }
 }
 
 extension FlowNIOEventLoop {
-    fileprivate static let adapters = Locked<[ObjectIdentifier: WeakAdapter]>([:])
-}
+    /// The adapters made so far, by their Flow loop, held strongly: NIO's futures retain and release
+    /// their loop for each future made, which a weak reference would send through the runtime's slow
+    /// path (a side table) every time. An adapter nothing else holds any more is removed the next time
+    /// an adapter is looked up; its Flow loop goes with it.
+    fileprivate static let adapters = Locked<[ObjectIdentifier: FlowNIOEventLoop]>([:])
 
-/// A weak reference, so that the table of adapters keeps no loop alive.
-private struct WeakAdapter: @unchecked Sendable {
-    // @unchecked Sendable: only read and written under the lock of `FlowNIOEventLoop.adapters`.
-    weak var adapter: FlowNIOEventLoop?
+    /// Removes from `adapters` (under their lock) those only the table still holds, except the one for
+    /// `key`, and returns them to be released outside the lock. Unique under the lock means unused:
+    /// only the table can hand one out again.
+    fileprivate static func removeUnused(
+        from adapters: inout [ObjectIdentifier: FlowNIOEventLoop], keeping key: ObjectIdentifier
+    ) -> [FlowNIOEventLoop] {
+        // The keys are copied first: an index (or `indices`) holds the dictionary's storage, and the
+        // uniqueness check would then copy it, and every adapter with it.
+        var unusedKeys: [ObjectIdentifier] = []
+        for candidate in Array(adapters.keys) where candidate != key {
+            if isKnownUniquelyReferenced(&adapters[candidate]!) { unusedKeys.append(candidate) }
+        }
+        return unusedKeys.compactMap { adapters.removeValue(forKey: $0) }
+    }
 }

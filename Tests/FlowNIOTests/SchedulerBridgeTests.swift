@@ -90,6 +90,27 @@ struct FlowLoopAsNIOTests {
         }
     }
 
+    @Test func anAdapterNothingHoldsLetsItsFlowLoopGoAtTheNextLookUp() throws {
+        let (releasedLoop, releasedAdapter) = try Self.useAdapterOnce()
+        // The table of adapters still holds the unused one (and its loop) until the next look-up.
+        let other = Flow.EventLoop(name: "test.adapter-lookup")
+        _ = other.nioEventLoop
+        #expect(releasedAdapter.object == nil)
+        #expect(releasedLoop.object == nil)
+        try other.close()
+    }
+
+    /// Makes a Flow loop and its adapter, checks that the adapter is the same on a second look-up, closes
+    /// the loop and lets both go: returns weak references to them.
+    private static func useAdapterOnce() throws -> (loop: WeakReference<Flow.EventLoop>, adapter: WeakReference<FlowNIOEventLoop>) {
+        let flowLoop = Flow.EventLoop(name: "test.adapter-released")
+        let adapter = flowLoop.nioEventLoop
+        let isSame = adapter === flowLoop.nioEventLoop
+        #expect(isSame)
+        try flowLoop.close()
+        return (WeakReference(flowLoop), WeakReference(adapter))
+    }
+
     @Test func promisesCompleteAndCallBackOnTheFlowLoop() async throws {
         try await withFlowLoop { flowLoop async throws in
             let nioLoop = flowLoop.nioEventLoop
@@ -147,4 +168,10 @@ struct AcrossLoopsTests {
             }
         }
     }
+}
+
+/// A weak reference, to see whether an object was freed.
+private struct WeakReference<Object: AnyObject> {
+    weak var object: Object?
+    init(_ object: Object) { self.object = object }
 }

@@ -39,6 +39,12 @@ let workloads: [String: [String: Workload]] = [
     "P13-nio-to-flow-pending": [
         "flow": BridgeWorkloads.nioToFlowPending(async: false), "async": BridgeWorkloads.nioToFlowPending(async: true),
     ],
+    "P13-nio-submit": [
+        "flow": NIOAdapterWorkloads.submitRoundTrips(flow: true), "nio": NIOAdapterWorkloads.submitRoundTrips(flow: false),
+    ],
+    "P13-nio-future-map": [
+        "flow": NIOAdapterWorkloads.succeededFutureMap(flow: true), "nio": NIOAdapterWorkloads.succeededFutureMap(flow: false),
+    ],
     "P11-actor": [
         "flow-loop-from-loop": ConcurrencyWorkloads.actorOnLoopFromLoop,
         "flow-loop-from-pool": ConcurrencyWorkloads.actorOnLoopFromPool,
