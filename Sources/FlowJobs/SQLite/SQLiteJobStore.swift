@@ -85,6 +85,8 @@ public final class SQLiteJobStore: JobStore {
     private let writer: SQLiteWriter
     /// The read connection of a file store; `nil` in memory, where reads go through the writer.
     private let reader: SQLiteReader?
+    /// The checkpoints of a file store whose writer has a thread of its own, beside that thread.
+    private let checkpointer: SQLiteCheckpointer?
     /// The watch of a file store's files for other connections' commits, from the first observer on
     /// (`started`), until the store closes.
     private let fileWatch = Locked<(started: Bool, watcher: SQLiteFileWatcher?)>((false, nil))
@@ -108,12 +110,23 @@ public final class SQLiteJobStore: JobStore {
             onBusyRetry: configuration.onBusyRetry)
         if path == ":memory:" || path.isEmpty {
             reader = nil
+            checkpointer = nil
         } else {
             let readConnection = try SQLiteConnection(path: path, create: false)
             try readConnection.run("PRAGMA query_only = 1")
             reader = SQLiteReader(
                 connection: readConnection, usesOwnQueue: configuration.execution == .writerThread,
                 busyRetryLimit: configuration.busyRetryLimit, busyBackoff: configuration.busyBackoff)
+            if configuration.execution == .writerThread {
+                let checkpointConnection = try SQLiteConnection(path: path, create: false)
+                try checkpointConnection.run("PRAGMA synchronous = NORMAL")
+                let checkpointer = SQLiteCheckpointer(connection: checkpointConnection)
+                connection.checkpointElsewhere { pages in checkpointer.walDidGrow(toPages: pages) }
+                self.checkpointer = checkpointer
+            } else {
+                // Every call runs on the caller's thread anyway: SQLite's automatic checkpoint stays.
+                checkpointer = nil
+            }
         }
         clock = configuration.clock
         self.path = path
@@ -136,6 +149,7 @@ public final class SQLiteJobStore: JobStore {
         fileWatch.withLock { $0.watcher }?.stop()
         writer.close()
         reader?.close()
+        checkpointer?.close()
     }
 
     /// Stops taking operations (later ones fail with ``JobStoreError/closed``); those already
@@ -147,12 +161,21 @@ public final class SQLiteJobStore: JobStore {
             watch.started = true
             return watch.watcher
         }?.stop()
-        return Future<Void>(on: .none) { [writer, reader] completion in
+        return Future<Void>(on: .none) { [writer, reader, checkpointer] completion in
             writer.close {
+                // The checkpointer's connection closes last: the last connection to close copies the
+                // log into the database and removes it.
+                let closeCheckpointer: @Sendable () -> Void = {
+                    if let checkpointer {
+                        checkpointer.close { completion(.success(())) }
+                    } else {
+                        completion(.success(()))
+                    }
+                }
                 if let reader {
-                    reader.close { completion(.success(())) }
+                    reader.close(whenClosed: closeCheckpointer)
                 } else {
-                    completion(.success(()))
+                    closeCheckpointer()
                 }
             }
             return NilDisposer()
