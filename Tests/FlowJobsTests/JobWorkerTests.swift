@@ -638,4 +638,26 @@ struct JobWorkerOtherProcessTests {
         try completed(workerStore.close())
         try completed(otherProcess.close())
     }
+
+    /// The handle's process never finishes the job: only the other store's commit can complete it.
+    @Test(.timeLimit(.minutes(1)))
+    func aHandleHearsItsJobFinishedThroughAnotherStoreOnTheFile() async throws {
+        let jobs = VirtualJobs()
+        let clientStore = try jobs.openStore()
+        let otherProcess = try jobs.openStore()
+        let handle = try completed(JobClient(store: clientStore).enqueue(message, Message(text: "done elsewhere")))
+        let finished = handle.finished()
+        let claimed = try completed(otherProcess.claim(
+            ClaimRequest(
+                slotsByQueue: ["default": 1], names: [message.name], worker: "other", leaseDuration: .seconds(15),
+                maxLeaseExpiries: 3)))
+        let record = try #require(claimed.jobs.first)
+        #expect(record.id == handle.id)
+        _ = try completed(otherProcess.finish(JobLease(id: record.id, fence: record.fence), outcome: .completed, effects: nil))
+
+        let ended = try await finished.get()
+        #expect(ended.id == handle.id && ended.state == .completed && ended.worker == "other")
+        try completed(clientStore.close())
+        try completed(otherProcess.close())
+    }
 }

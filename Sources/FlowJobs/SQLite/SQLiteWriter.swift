@@ -156,22 +156,24 @@ final class SQLiteWriter: Sendable {
     }
 
     /// When another connection committed since the last check, publishes the queues that have
-    /// claimable jobs as enqueued, so that this process's workers claim.
+    /// claimable jobs as enqueued, so that this process's workers claim, then that another
+    /// connection committed, so that those waiting on a job's end read it again.
     private func checkForOtherCommits() {
-        let queues = connection.withLock { connection -> Set<String> in
+        let queues = connection.withLock { connection -> Set<String>? in
             guard let connection,
                 let version = try? connection.query("PRAGMA data_version").first?.first?.integerValue
-            else { return [] }
+            else { return nil }
             let changed = dataVersion.withLock { recorded in
                 defer { recorded = version }
                 return recorded != version
             }
-            guard changed else { return [] }
+            guard changed else { return nil }
             let rows = try? connection.query(
                 "SELECT DISTINCT queue FROM flow_jobs WHERE state IN \(SQLiteJobStore.claimableStates)")
             return Set((rows ?? []).compactMap { $0.first?.textValue })
         }
-        if !queues.isEmpty { publish([.enqueued(queues: queues)]) }
+        guard let queues else { return }
+        publish(queues.isEmpty ? [.committedElsewhere] : [.enqueued(queues: queues), .committedElsewhere])
     }
 
     private func publish(_ notifications: [JobStoreNotification]) {

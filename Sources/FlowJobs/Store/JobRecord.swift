@@ -313,4 +313,9 @@ public enum JobStoreNotification: Sendable, Hashable {
     case cancellationRequested(JobID)
     /// The job reached a terminal state.
     case finished(JobRecord)
+    /// Another connection to the database committed (another process's store, say), so any job's
+    /// state may have changed: those waiting on a job read it again. Published by a store that
+    /// watches for other connections' commits (a file ``SQLiteJobStore``), after the `enqueued`
+    /// notification of the queues that have claimable jobs.
+    case committedElsewhere
 }

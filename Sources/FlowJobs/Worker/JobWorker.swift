@@ -341,6 +341,9 @@ public final class JobWorker: Sendable {
         case .finished(let record):
             // A slot under a queue's global limit may have freed.
             if configuration.concurrencyByQueue[record.queue] != nil { claimIfPossible() }
+        case .committedElsewhere:
+            // Its claimable queues came as `enqueued` just before.
+            break
         }
     }
 
