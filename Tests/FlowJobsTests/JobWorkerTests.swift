@@ -188,19 +188,41 @@ struct JobWorkerTests {
         #expect(record.state == .retryable && record.lastError == "\(TimeoutError(delay: 5))")
     }
 
+    @Test func aTimeoutGivenAtTheEnqueueReplacesTheKindsAndHoldsForTheRetryToo() throws {
+        let rig = try Rig()
+        let work = PendingWork()
+        let patient = JobKind<Message>(name: "patient", maxAttempts: 2, backoff: .constant(100), timeout: .seconds(60))
+        let attempts = Synchronization.Mutex(0)
+        rig.startWorker(patient) { _, _ in
+            attempts.withLock { $0 += 1 }
+            return work.future()
+        }
+        let handle = try rig.enqueue(patient, Message(text: "hurried"), EnqueueOptions(timeout: .seconds(5)))
+        #expect(try rig.record(handle).timeout == .seconds(5), "kept with the job")
+        rig.jobs.advance(by: .seconds(4))
+        #expect(work.disposedCount == 0)
+        rig.jobs.advance(by: .seconds(1))
+        #expect(work.disposedCount == 1, "the enqueue's 5 s, not the kind's 60 s")
+        #expect(try rig.record(handle).state == .retryable)
+        // The retry is claimed again from the store, and reads its limit from there.
+        rig.jobs.advance(by: .seconds(100))
+        #expect(attempts.withLock { $0 } == 2)
+        rig.jobs.advance(by: .seconds(5))
+        let record = try rig.record(handle)
+        #expect(record.state == .discarded && record.attempt == 2 && record.lastError == "\(TimeoutError(delay: 5))")
+    }
+
     @Test func aHandlerThatIgnoresCancellationCannotCompleteTheJobLate() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let late = Synchronization.Mutex<(@Sendable (Result<Void>) -> Void)?>(nil)
         let stubborn = JobKind<Message>(name: "stubborn", maxAttempts: 1, timeout: .seconds(5))
-        worker.register(stubborn) { _, _ in
+        rig.startWorker(stubborn) { _, _ in
             // Keeps its completion past the cancellation, and calls it anyway.
             Future<Void>(on: .none) { completion in
                 late.withLock { $0 = completion }
                 return NilDisposer()
             }
         }
-        worker.start()
         let handle = try rig.enqueue(stubborn, Message(text: "stubborn"))
         rig.jobs.advance(by: .seconds(5))
         late.withLock { $0 }?(.success(()))

@@ -63,7 +63,7 @@ struct SQLiteJobStoreTests {
         let store = try SQLiteJobStore(path: path)
         let other = try OtherConnection(path)
         #expect(other.text("PRAGMA journal_mode") == "wal")
-        #expect(other.text("PRAGMA user_version") == "3")
+        #expect(other.text("PRAGMA user_version") == "4")
         store.close()
     }
 
@@ -79,7 +79,8 @@ struct SQLiteJobStoreTests {
             #expect(other.run(
                 """
                 DROP TABLE flow_queues; ALTER TABLE flow_jobs DROP COLUMN trace_context;
-                ALTER TABLE flow_jobs DROP COLUMN first_attempt_trace_context; PRAGMA user_version = 1
+                ALTER TABLE flow_jobs DROP COLUMN first_attempt_trace_context;
+                ALTER TABLE flow_jobs DROP COLUMN timeout_ms; PRAGMA user_version = 1
                 """) == SQLITE_OK)
         }
         let migrated = try SQLiteJobStore(path: path)
@@ -87,7 +88,7 @@ struct SQLiteJobStoreTests {
         try await migrated.setConcurrencyLimit(1, forQueue: "default").get()
         try await migrated.close().get()
         let other = try OtherConnection(path)
-        #expect(other.text("PRAGMA user_version") == "3")
+        #expect(other.text("PRAGMA user_version") == "4")
         #expect(other.text("SELECT max_running FROM flow_queues WHERE name = 'default'") == "1")
     }
 
@@ -126,7 +127,7 @@ struct SQLiteJobStoreTests {
             let other = try OtherConnection(path)
             other.run("PRAGMA user_version = 99")
         }
-        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 3)) {
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 4)) {
             _ = try SQLiteJobStore(path: path)
         }
     }

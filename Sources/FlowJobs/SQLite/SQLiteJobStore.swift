@@ -466,13 +466,15 @@ public final class SQLiteJobStore: JobStore {
         let rows = try connection.query(
             """
             INSERT INTO flow_jobs (
-                name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, trace_context)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+                name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, trace_context,
+                timeout_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
             """,
             [
                 .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
                 .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
                 job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now), encodeTraceContext(job.traceContext),
+                job.timeout.map { .integer($0.milliseconds) } ?? .null,
             ])
         // One notification for a run of enqueues to a queue (a batch of a thousand is one, not a thousand).
         if case .enqueued(let queues)? = connection.pendingNotifications.last, queues.contains(job.queue) {
@@ -629,7 +631,8 @@ public final class SQLiteJobStore: JobStore {
             runAt: Date(milliseconds: integer(6)), leaseExpiresAt: date(10), worker: row[11].textValue,
             uniqueKey: row[13].textValue, lastError: row[14].textValue, createdAt: Date(milliseconds: integer(17)),
             finishedAt: date(18), traceContext: decodeTraceContext(row[19]),
-            firstAttemptTraceContext: decodeTraceContext(row[20]))
+            firstAttemptTraceContext: decodeTraceContext(row[20]),
+            timeout: row[21].integerValue.map { .milliseconds($0) })
     }
 
     /// A trace context's headers as a JSON object, or `NULL` when there are none.

@@ -51,6 +51,9 @@ public struct JobRecord: Sendable, Hashable {
     /// The trace context of the job's first attempt, recorded when that attempt failed (empty
     /// otherwise): a retry's span links to it.
     public let firstAttemptTraceContext: [String: String]
+    /// How long each attempt of this job may run, given at its enqueue (``NewJob/timeout``): it
+    /// takes the place of its kind's ``JobKind/timeout``. `nil` when the enqueue gave none.
+    public let timeout: Duration?
 
     /// Creates a record; stores make these from their rows.
     ///
@@ -70,12 +73,14 @@ public struct JobRecord: Sendable, Hashable {
     ///   - finishedAt: when the job reached its terminal state.
     ///   - traceContext: the enqueue's trace context, as injected headers.
     ///   - firstAttemptTraceContext: the failed first attempt's trace context, as injected headers.
+    ///   - timeout: each attempt's time limit given at the enqueue, or `nil` for the kind's.
     public init(
         id: JobID, name: String, queue: String, payload: Data, lifecycle: JobLifecycle, priority: Int,
         runAt: Date, leaseExpiresAt: Date?, worker: String?, uniqueKey: String?, lastError: String?,
         createdAt: Date, finishedAt: Date?, traceContext: [String: String] = [:],
-        firstAttemptTraceContext: [String: String] = [:]
+        firstAttemptTraceContext: [String: String] = [:], timeout: Duration? = nil
     ) {
+        self.timeout = timeout
         self.traceContext = traceContext
         self.firstAttemptTraceContext = firstAttemptTraceContext
         self.id = id
@@ -121,6 +126,10 @@ public struct NewJob: Sendable, Hashable {
     /// The trace context of the enqueue, as a tracer's injected headers; empty when untraced.
     /// ``JobClient`` fills it when given a tracer.
     public var traceContext: [String: String]
+    /// How long each attempt may run before its handler's future is cancelled and the attempt fails
+    /// with `TimeoutError`, kept with the job (so a retry or a rescue keeps it too) in place of its
+    /// kind's ``JobKind/timeout``; `nil` for the kind's.
+    public var timeout: Duration?
 
     /// Describes a job to enqueue.
     ///
@@ -133,12 +142,16 @@ public struct NewJob: Sendable, Hashable {
     ///   - maxAttempts: attempts allowed; at least 1.
     ///   - uniqueKey: an optional key unique among unfinished jobs.
     ///   - traceContext: the enqueue's trace context, as injected headers; none by default.
+    ///   - timeout: each attempt's time limit, in place of the kind's; `nil` (the default) for the kind's.
     public init(
         name: String, queue: String, payload: Data, priority: Int = 0, runAt: Date? = nil, maxAttempts: Int,
-        uniqueKey: String? = nil, traceContext: [String: String] = [:]
+        uniqueKey: String? = nil, traceContext: [String: String] = [:], timeout: Duration? = nil
     ) {
         self.traceContext = traceContext
         misusePrecondition(maxAttempts >= 1, "NewJob \(name): maxAttempts must be at least 1, not \(maxAttempts)")
+        misusePrecondition(
+            timeout.map { $0 > .zero } ?? true, "NewJob \(name): the timeout must be positive, not \(timeout ?? .zero)")
+        self.timeout = timeout
         self.name = name
         self.queue = queue
         self.payload = payload

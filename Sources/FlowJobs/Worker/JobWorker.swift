@@ -457,7 +457,8 @@ public final class JobWorker: Sendable {
         guard let registration = state.withLock({ $0.registrations[attempt.record.name] }) else { return }
         let timers = attempt.timers
         timers += attempt.heartbeat
-        if let timeout = registration.timeout {
+        // The enqueue's own limit, kept with the job, wins over the kind's.
+        if let timeout = attempt.record.timeout ?? registration.timeout {
             timers += scheduler.async(after: timeout.seconds) { [weak self] in
                 self?.stop(id, reason: .timedOut(timeout))
             }
