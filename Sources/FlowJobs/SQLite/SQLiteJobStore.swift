@@ -105,6 +105,9 @@ public final class SQLiteJobStore: JobStore {
         ) { () throws(JobStoreError) in
             try connection.run("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
         }
+        // Each request runs in a savepoint, whose journal of the pages it changed spills to a
+        // temporary file past 64 KiB (a batch of enqueues does): kept in memory, it costs no writes.
+        try connection.run("PRAGMA temp_store = MEMORY")
         try SQLiteSchema.migrate(
             connection, busyRetryLimit: configuration.busyRetryLimit, busyBackoff: configuration.busyBackoff,
             onBusyRetry: configuration.onBusyRetry)
