@@ -119,6 +119,23 @@ struct JobWorkerTests {
         #expect(ranAt.withLock { $0 } == [60])
     }
 
+    @Test func aDelayedJobIsClaimedJustAheadAndStartsFromATimerAtItsRunTime() throws {
+        let rig = try Rig()
+        let ranAt = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        rig.startWorker(message) { _, _ in
+            ranAt.withLock { $0.append(jobs.elapsedSeconds) }
+            return Future()
+        }
+        let handle = try rig.enqueue(message, Message(text: "on time"), EnqueueOptions(after: .seconds(60)))
+        rig.jobs.clock.advance(by: .zero)
+        rig.jobs.clock.advance(by: .milliseconds(59_990))
+        #expect(try rig.record(handle).state == .running, "claimed before its run time")
+        #expect(ranAt.withLock { $0 }.isEmpty, "but not started")
+        rig.jobs.clock.advance(by: .milliseconds(10))
+        #expect(ranAt.withLock { $0 } == [60])
+    }
+
     @Test func aJobGivenARunTimeRunsThen() throws {
         let rig = try Rig()
         let ranAt = Synchronization.Mutex<[Double]>([])

@@ -536,7 +536,8 @@ public final class SQLiteJobStore: JobStore {
                     ORDER BY priority DESC, run_at, id LIMIT ?)
                 RETURNING \(SQLiteSchema.jobColumns)
                 """,
-                [.integer(leaseEnd), .text(request.worker), .text(queue), .integer(now)] + nameArguments
+                [.integer(leaseEnd), .text(request.worker), .text(queue), .integer(now + request.lookahead.milliseconds)]
+                    + nameArguments
                     + [.integer(Int64(slots))])
             claimed += rows.map(decode)
             if rows.count < slots { queuesWithFreeSlots.append(queue) }

@@ -209,6 +209,11 @@ public struct ClaimRequest: Sendable, Hashable {
     /// Whether the answer measures the request's queues (``ClaimResult/queues``): what is due and still
     /// waiting once the claim took its jobs. A count per queue, so only asked for when reported.
     public var measuresQueues: Bool
+    /// How far ahead of their run times jobs are claimed: the claim also takes jobs due within this
+    /// much from now, which the worker starts from a timer at their run times, so that the claim's
+    /// round trip to the store is not between a job's run time and its start. Zero (the default)
+    /// claims only due jobs; a store may ignore it and claim only due jobs.
+    public var lookahead: Duration
 
     /// Describes a claim.
     ///
@@ -219,10 +224,13 @@ public struct ClaimRequest: Sendable, Hashable {
     ///   - leaseDuration: the lease's length.
     ///   - maxLeaseExpiries: the quarantine threshold.
     ///   - measuresQueues: whether to measure the queues' depth and lag; false by default.
+    ///   - lookahead: how far ahead of their run times to claim jobs; none by default.
     public init(
         slotsByQueue: [String: Int], names: Set<String>, worker: String, leaseDuration: Duration,
-        maxLeaseExpiries: Int, measuresQueues: Bool = false
+        maxLeaseExpiries: Int, measuresQueues: Bool = false, lookahead: Duration = .zero
     ) {
+        misusePrecondition(lookahead >= .zero, "ClaimRequest: the lookahead must not be negative")
+        self.lookahead = lookahead
         self.slotsByQueue = slotsByQueue
         self.names = names
         self.worker = worker
