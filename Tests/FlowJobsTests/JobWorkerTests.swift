@@ -13,6 +13,8 @@ private struct Rig {
     let events = EventLog()
     let store: SQLiteJobStore
     let client: JobClient
+    /// The workers ``startWorker(_:_:identity:logger:metrics:handler:)`` started.
+    private let started = StartedWorkers()
 
     init() throws {
         store = try jobs.openStore()
@@ -21,13 +23,28 @@ private struct Rig {
 
     func worker(
         _ queues: [String: Int] = ["default": 10], lease: Duration = .seconds(15), identity: String = "worker-1",
-        maxLeaseExpiries: Int = 3
+        maxLeaseExpiries: Int = 3, logger: Logger? = nil, metrics: JobMetrics? = nil
     ) -> JobWorker {
         JobWorker(
             store: store, scheduler: jobs.scheduler,
             configuration: .init(
                 concurrencyByQueue: queues, leaseDuration: lease, maxLeaseExpiries: maxLeaseExpiries,
-                identity: identity, onEvent: events.onEvent))
+                identity: identity, onEvent: events.onEvent, logger: logger, metrics: metrics))
+    }
+
+    /// A worker of ``worker(_:lease:identity:maxLeaseExpiries:logger:metrics:)`` running `handler`
+    /// for `kind`, started, and kept by the rig for the test's length (a worker let go stops).
+    @discardableResult
+    func startWorker<Payload>(
+        _ kind: JobKind<Payload>, _ queues: [String: Int] = ["default": 10], identity: String = "worker-1",
+        logger: Logger? = nil, metrics: JobMetrics? = nil,
+        handler: @escaping @Sendable (Payload, JobContext) -> Future<Void>
+    ) -> JobWorker {
+        let worker = worker(queues, identity: identity, logger: logger, metrics: metrics)
+        worker.register(kind, handler: handler)
+        worker.start()
+        started.add(worker)
+        return worker
     }
 
     func enqueue<Payload>(
@@ -41,19 +58,24 @@ private struct Rig {
     }
 }
 
+/// Keeps a rig's started workers alive until the rig goes.
+private final class StartedWorkers: Sendable {
+    private let workers = Synchronization.Mutex<[JobWorker]>([])
+
+    func add(_ worker: JobWorker) { workers.withLock { $0.append(worker) } }
+}
+
 private let message = JobKind<Message>(name: "message", maxAttempts: 3, backoff: .constant(10))
 
 @Suite("JobWorker on the virtual clock")
 struct JobWorkerTests {
     @Test func anEnqueuedJobRunsAtOnceAndItsHandleSeesItComplete() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let seen = Synchronization.Mutex<[String]>([])
-        worker.register(message) { payload, context in
+        rig.startWorker(message) { payload, context in
             seen.withLock { $0.append("\(payload.text)#\(context.attempt)") }
             return Future()
         }
-        worker.start()
         let handle = try rig.enqueue(message, Message(text: "hello"))
         let finished = handle.finished()
         rig.jobs.clock.advance(by: .zero)
@@ -65,10 +87,8 @@ struct JobWorkerTests {
 
     @Test func everyWaiterOfAJobHearsItsEndAndACancelledWaitIsDropped() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let work = PendingWork()
-        worker.register(message) { _, _ in work.future() }
-        worker.start()
+        rig.startWorker(message) { _, _ in work.future() }
         let handle = try rig.enqueue(message, Message(text: "watched"))
         rig.jobs.clock.advance(by: .zero)
         let first = handle.finished()
@@ -84,14 +104,12 @@ struct JobWorkerTests {
 
     @Test func aDelayedJobRunsAtItsDueTimeFromATimerNotBefore() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let ranAt = Synchronization.Mutex<[Double]>([])
         let jobs = rig.jobs
-        worker.register(message) { _, _ in
+        rig.startWorker(message) { _, _ in
             ranAt.withLock { $0.append(jobs.elapsedSeconds) }
             return Future()
         }
-        worker.start()
         _ = try rig.enqueue(message, Message(text: "later"), EnqueueOptions(after: .seconds(60)))
         rig.jobs.clock.advance(by: .zero)
         #expect(rig.jobs.clock.pendingCount == 1, "one timer, for the due time")
@@ -101,16 +119,31 @@ struct JobWorkerTests {
         #expect(ranAt.withLock { $0 } == [60])
     }
 
-    @Test func aJobGivenARunTimeRunsThen() throws {
+    @Test func aDelayedJobIsClaimedJustAheadAndStartsFromATimerAtItsRunTime() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let ranAt = Synchronization.Mutex<[Double]>([])
         let jobs = rig.jobs
-        worker.register(message) { _, _ in
+        rig.startWorker(message) { _, _ in
             ranAt.withLock { $0.append(jobs.elapsedSeconds) }
             return Future()
         }
-        worker.start()
+        let handle = try rig.enqueue(message, Message(text: "on time"), EnqueueOptions(after: .seconds(60)))
+        rig.jobs.clock.advance(by: .zero)
+        rig.jobs.clock.advance(by: .milliseconds(59_990))
+        #expect(try rig.record(handle).state == .running, "claimed before its run time")
+        #expect(ranAt.withLock { $0 }.isEmpty, "but not started")
+        rig.jobs.clock.advance(by: .milliseconds(10))
+        #expect(ranAt.withLock { $0 } == [60])
+    }
+
+    @Test func aJobGivenARunTimeRunsThen() throws {
+        let rig = try Rig()
+        let ranAt = Synchronization.Mutex<[Double]>([])
+        let jobs = rig.jobs
+        rig.startWorker(message) { _, _ in
+            ranAt.withLock { $0.append(jobs.elapsedSeconds) }
+            return Future()
+        }
         let runAt = rig.store.clock.now().addingTimeInterval(90)
         let handle = try rig.enqueue(message, Message(text: "at"), EnqueueOptions(at: runAt))
         #expect(try rig.record(handle).state == .scheduled)
@@ -120,13 +153,11 @@ struct JobWorkerTests {
 
     @Test func anEarlierEnqueueRearmsTheTimerOfAWaitingWorker() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let ran = Synchronization.Mutex<[String]>([])
-        worker.register(message) { payload, _ in
+        rig.startWorker(message) { payload, _ in
             ran.withLock { $0.append(payload.text) }
             return Future()
         }
-        worker.start()
         _ = try rig.enqueue(message, Message(text: "in an hour"), EnqueueOptions(after: .seconds(3600)))
         rig.jobs.clock.advance(by: .zero)
         _ = try rig.enqueue(message, Message(text: "in a minute"), EnqueueOptions(after: .seconds(60)))
@@ -136,14 +167,12 @@ struct JobWorkerTests {
 
     @Test func aFailingHandlerIsRetriedAfterItsBackoffUntilItSucceeds() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let attempts = Synchronization.Mutex<[Double]>([])
         let jobs = rig.jobs
-        worker.register(message) { _, context in
+        rig.startWorker(message) { _, context in
             attempts.withLock { $0.append(jobs.elapsedSeconds) }
             return context.attempt < 3 ? Future(error: TestFailure()) : Future()
         }
-        worker.start()
         let handle = try rig.enqueue(message, Message(text: "flaky"))
         rig.jobs.advance(by: .seconds(30))
         #expect(attempts.withLock { $0 } == [0, 10, 20])
@@ -153,9 +182,7 @@ struct JobWorkerTests {
 
     @Test func aHandlerThatAlwaysThrowsIsDiscardedWhenItsAttemptsRunOut() throws {
         let rig = try Rig()
-        let worker = rig.worker()
-        worker.register(message) { _, _ in Future(error: TestFailure()) }
-        worker.start()
+        rig.startWorker(message) { _, _ in Future(error: TestFailure()) }
         let handle = try rig.enqueue(message, Message(text: "doomed"))
         let finished = handle.finished()
         rig.jobs.advance(by: .seconds(60))
@@ -166,11 +193,9 @@ struct JobWorkerTests {
 
     @Test func aTimeoutCancelsTheHandlersFutureAndFailsTheAttempt() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let work = PendingWork()
         let slow = JobKind<Message>(name: "slow", maxAttempts: 2, backoff: .constant(100), timeout: .seconds(5))
-        worker.register(slow) { _, _ in work.future() }
-        worker.start()
+        rig.startWorker(slow) { _, _ in work.future() }
         let handle = try rig.enqueue(slow, Message(text: "hangs"))
         rig.jobs.advance(by: .seconds(4))
         #expect(work.disposedCount == 0)
@@ -180,19 +205,41 @@ struct JobWorkerTests {
         #expect(record.state == .retryable && record.lastError == "\(TimeoutError(delay: 5))")
     }
 
+    @Test func aTimeoutGivenAtTheEnqueueReplacesTheKindsAndHoldsForTheRetryToo() throws {
+        let rig = try Rig()
+        let work = PendingWork()
+        let patient = JobKind<Message>(name: "patient", maxAttempts: 2, backoff: .constant(100), timeout: .seconds(60))
+        let attempts = Synchronization.Mutex(0)
+        rig.startWorker(patient) { _, _ in
+            attempts.withLock { $0 += 1 }
+            return work.future()
+        }
+        let handle = try rig.enqueue(patient, Message(text: "hurried"), EnqueueOptions(timeout: .seconds(5)))
+        #expect(try rig.record(handle).timeout == .seconds(5), "kept with the job")
+        rig.jobs.advance(by: .seconds(4))
+        #expect(work.disposedCount == 0)
+        rig.jobs.advance(by: .seconds(1))
+        #expect(work.disposedCount == 1, "the enqueue's 5 s, not the kind's 60 s")
+        #expect(try rig.record(handle).state == .retryable)
+        // The retry is claimed again from the store, and reads its limit from there.
+        rig.jobs.advance(by: .seconds(100))
+        #expect(attempts.withLock { $0 } == 2)
+        rig.jobs.advance(by: .seconds(5))
+        let record = try rig.record(handle)
+        #expect(record.state == .discarded && record.attempt == 2 && record.lastError == "\(TimeoutError(delay: 5))")
+    }
+
     @Test func aHandlerThatIgnoresCancellationCannotCompleteTheJobLate() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let late = Synchronization.Mutex<(@Sendable (Result<Void>) -> Void)?>(nil)
         let stubborn = JobKind<Message>(name: "stubborn", maxAttempts: 1, timeout: .seconds(5))
-        worker.register(stubborn) { _, _ in
+        rig.startWorker(stubborn) { _, _ in
             // Keeps its completion past the cancellation, and calls it anyway.
             Future<Void>(on: .none) { completion in
                 late.withLock { $0 = completion }
                 return NilDisposer()
             }
         }
-        worker.start()
         let handle = try rig.enqueue(stubborn, Message(text: "stubborn"))
         rig.jobs.advance(by: .seconds(5))
         late.withLock { $0 }?(.success(()))
@@ -204,10 +251,8 @@ struct JobWorkerTests {
 
     @Test func aQueueRunsAtMostItsConcurrencyLimitAndAFreedSlotTakesTheNextJob() throws {
         let rig = try Rig()
-        let worker = rig.worker(["default": 2])
         let work = PendingWork()
-        worker.register(message) { _, _ in work.future() }
-        worker.start()
+        let worker = rig.startWorker(message, ["default": 2]) { _, _ in work.future() }
         for index in 0..<5 { _ = try rig.enqueue(message, Message(text: "\(index)")) }
         rig.jobs.clock.advance(by: .zero)
         #expect(worker.runningCount == 2 && work.waitingCount == 2)
@@ -238,10 +283,8 @@ struct JobWorkerTests {
 
     @Test func aClosedStoreIsReportedAndNotRetriedForever() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let work = PendingWork()
-        worker.register(message) { _, _ in work.future() }
-        worker.start()
+        rig.startWorker(message) { _, _ in work.future() }
         _ = try rig.enqueue(message, Message(text: "outlives its store"))
         rig.jobs.clock.advance(by: .zero)
         try completed(rig.store.close())
@@ -258,12 +301,10 @@ struct JobWorkerTests {
         _ = try rig.enqueue(message, Message(text: "low"), EnqueueOptions(priority: 0))
         _ = try rig.enqueue(message, Message(text: "high"), EnqueueOptions(priority: 10))
         let elsewhere = try rig.enqueue(message, Message(text: "elsewhere"), EnqueueOptions(queue: "reports"))
-        let worker = rig.worker(["default": 1])
-        worker.register(message) { payload, _ in
+        rig.startWorker(message, ["default": 1]) { payload, _ in
             order.withLock { $0.append(payload.text) }
             return Future()
         }
-        worker.start()
         rig.jobs.advance(by: .seconds(1))
         #expect(order.withLock { $0 } == ["high", "low"])
         #expect(try rig.record(elsewhere).state == .available)
@@ -316,9 +357,7 @@ struct JobWorkerTests {
         let rig = try Rig()
         let handle = try rig.enqueue(message, Message(text: "poison"))
         for round in 1...3 {
-            let worker = rig.worker(identity: "victim-\(round)")
-            worker.register(message) { _, _ in Future(.forever) }
-            worker.start()
+            let worker = rig.startWorker(message, identity: "victim-\(round)") { _, _ in Future(.forever) }
             rig.jobs.clock.advance(by: .zero)
             worker.simulateCrash()
             rig.jobs.clock.advance(by: .seconds(15))
@@ -333,13 +372,11 @@ struct JobWorkerTests {
 
     @Test func cancellingAQueuedJobKeepsItFromRunning() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let ran = Synchronization.Mutex(false)
-        worker.register(message) { _, _ in
+        rig.startWorker(message) { _, _ in
             ran.withLock { $0 = true }
             return Future()
         }
-        worker.start()
         let handle = try rig.enqueue(message, Message(text: "unwanted"), EnqueueOptions(after: .seconds(10)))
         let finished = handle.finished()
         #expect(try completed(handle.cancel()) == .cancelled)
@@ -350,10 +387,8 @@ struct JobWorkerTests {
 
     @Test func cancellingARunningJobCancelsItsHandlersFuture() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let work = PendingWork()
-        worker.register(message) { _, _ in work.future() }
-        worker.start()
+        rig.startWorker(message) { _, _ in work.future() }
         let handle = try rig.enqueue(message, Message(text: "stop me"))
         rig.jobs.clock.advance(by: .zero)
         #expect(try completed(handle.cancel()) == .requested)
@@ -366,13 +401,11 @@ struct JobWorkerTests {
         let rig = try Rig()
         let job = NewJob(name: "message", queue: "default", payload: Data("{\"txt\": 1}".utf8), maxAttempts: 5)
         let enqueued = try completed(rig.store.enqueue([job]))
-        let worker = rig.worker()
         let ran = Synchronization.Mutex(false)
-        worker.register(message) { _, _ in
+        rig.startWorker(message) { _, _ in
             ran.withLock { $0 = true }
             return Future()
         }
-        worker.start()
         rig.jobs.clock.advance(by: .zero)
         let record = try #require(try completed(rig.store.job(enqueued[0].id)))
         #expect(!ran.withLock { $0 })
@@ -384,9 +417,7 @@ struct JobWorkerTests {
         let rig = try Rig()
         let unknown = JobKind<Message>(name: "not-registered")
         let handle = try rig.enqueue(unknown, Message(text: "?"))
-        let worker = rig.worker()
-        worker.register(message) { _, _ in Future() }
-        worker.start()
+        rig.startWorker(message) { _, _ in Future() }
         rig.jobs.advance(by: .seconds(60))
         let record = try rig.record(handle)
         #expect(record.state == .available && record.attempt == 0)
@@ -395,11 +426,9 @@ struct JobWorkerTests {
 
     @Test func gracefulShutdownLetsRunningJobsFinishThenGivesTheRestBack() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let quick = PendingWork()
         let stuck = PendingWork()
-        worker.register(message) { payload, _ in payload.text == "quick" ? quick.future() : stuck.future() }
-        worker.start()
+        let worker = rig.startWorker(message) { payload, _ in payload.text == "quick" ? quick.future() : stuck.future() }
         let quickJob = try rig.enqueue(message, Message(text: "quick"))
         let stuckJob = try rig.enqueue(message, Message(text: "stuck"))
         rig.jobs.clock.advance(by: .zero)
@@ -421,15 +450,13 @@ struct JobWorkerTests {
 
     @Test func theWallClockSteppingBackwardsDelaysDueJobsButRunsEachOnce() throws {
         let rig = try Rig()
-        let worker = rig.worker()
         let ranAt = Synchronization.Mutex<[Double]>([])
         let jobs = rig.jobs
         let work = PendingWork()
-        worker.register(message) { payload, _ in
+        rig.startWorker(message) { payload, _ in
             ranAt.withLock { $0.append(jobs.elapsedSeconds) }
             return payload.text == "running" ? work.future() : Future()
         }
-        worker.start()
         let running = try rig.enqueue(message, Message(text: "running"))
         let delayed = try rig.enqueue(message, Message(text: "delayed"), EnqueueOptions(after: .seconds(60)))
         rig.jobs.clock.advance(by: .zero)
@@ -447,14 +474,12 @@ struct JobWorkerTests {
     @Test func completionEffectsCommitExactlyOnceWithTheJob() throws {
         let rig = try Rig()
         try completed(rig.store.transaction { try $0.execute("CREATE TABLE sent (job INTEGER PRIMARY KEY)", []) })
-        let worker = rig.worker()
-        worker.register(message) { _, context in
+        rig.startWorker(message) { _, context in
             context.addCompletionEffect { transaction in
                 try transaction.execute("INSERT INTO sent VALUES (?)", [.integer(context.id.rawValue)])
             }
             return Future()
         }
-        worker.start()
         let handle = try rig.enqueue(message, Message(text: "once"))
         rig.jobs.advance(by: .seconds(5))
         #expect(try rig.record(handle).state == .completed)
@@ -464,14 +489,12 @@ struct JobWorkerTests {
 
     @Test func aThrowingCompletionEffectFailsTheAttemptAndCommitsNothing() throws {
         let rig = try Rig()
-        let worker = rig.worker()
-        worker.register(message) { _, context in
+        rig.startWorker(message) { _, context in
             context.addCompletionEffect { transaction in
                 if context.attempt == 1 { throw TestFailure() }
             }
             return Future()
         }
-        worker.start()
         let handle = try rig.enqueue(message, Message(text: "second time lucky"))
         rig.jobs.clock.advance(by: .zero)
         #expect(try rig.record(handle).state == .retryable)
@@ -484,11 +507,9 @@ struct JobWorkerTests {
         let rig = try Rig()
         let lines = CapturingLogHandler.Lines()
         let logger = Logger(label: "jobs") { _ in CapturingLogHandler(lines: lines) }
-        let worker = JobWorker(
-            store: rig.store, scheduler: rig.jobs.scheduler,
-            configuration: .init(identity: "logged", logger: logger))
-        worker.register(message) { _, context in context.attempt == 1 ? Future(error: TestFailure()) : Future() }
-        worker.start()
+        rig.startWorker(message, identity: "logged", logger: logger) { _, context in
+            context.attempt == 1 ? Future(error: TestFailure()) : Future()
+        }
         let handle = try rig.enqueue(message, Message(text: "logged"))
         rig.jobs.advance(by: .seconds(10))
         #expect(lines.all.map(\.level) == [.debug, .warning, .debug, .info])
@@ -503,22 +524,18 @@ struct JobWorkerTests {
 @Suite("JobWorker metrics")
 struct JobWorkerMetricsTests {
     @Test func attemptsRunTimeLagAndClaimLatencyAreReported() throws {
-        let jobs = VirtualJobs()
-        let store = try jobs.openStore()
-        let client = JobClient(store: store)
+        let rig = try Rig()
         let metrics = TestMetrics()
         let work = PendingWork()
-        let worker = JobWorker(
-            store: store, scheduler: jobs.scheduler,
-            configuration: .init(metrics: JobMetrics(dimensions: [("service", "test")], factory: metrics)))
-        worker.register(message) { payload, _ in payload.text == "fails" ? Future(error: TestFailure()) : work.future() }
-        try completed(client.enqueue(message, Message(text: "slow")))
-        try completed(client.enqueue(message, Message(text: "fails")))
-        jobs.clock.advance(by: .seconds(5))
-        worker.start()
-        jobs.clock.advance(by: .seconds(3))
+        _ = try rig.enqueue(message, Message(text: "slow"))
+        _ = try rig.enqueue(message, Message(text: "fails"))
+        rig.jobs.clock.advance(by: .seconds(5))
+        rig.startWorker(message, metrics: JobMetrics(dimensions: [("service", "test")], factory: metrics)) {
+            payload, _ in payload.text == "fails" ? Future(error: TestFailure()) : work.future()
+        }
+        rig.jobs.clock.advance(by: .seconds(3))
         work.completeAll()
-        jobs.clock.advance(by: .zero)
+        rig.jobs.clock.advance(by: .zero)
 
         let completedCount = try metrics.expectCounter(
             "flow_jobs_attempts", [("service", "test"), ("queue", "default"), ("name", "message"), ("state", "completed")])
@@ -535,18 +552,15 @@ struct JobWorkerMetricsTests {
     }
 
     @Test func queueDepthAndLagAreMeasuredAfterEachClaim() throws {
-        let jobs = VirtualJobs()
-        let store = try jobs.openStore()
-        let client = JobClient(store: store)
+        let rig = try Rig()
+        let jobs = rig.jobs
         let metrics = TestMetrics()
         let work = PendingWork()
-        let worker = JobWorker(
-            store: store, scheduler: jobs.scheduler,
-            configuration: .init(concurrencyByQueue: ["default": 1, "idle": 1], metrics: JobMetrics(factory: metrics)))
-        worker.register(message) { _, _ in work.future() }
-        for text in ["a", "b", "c"] { try completed(client.enqueue(message, Message(text: text))) }
+        for text in ["a", "b", "c"] { _ = try rig.enqueue(message, Message(text: text)) }
         jobs.clock.advance(by: .seconds(5))
-        worker.start()
+        let worker = rig.startWorker(message, ["default": 1, "idle": 1], metrics: JobMetrics(factory: metrics)) {
+            _, _ in work.future()
+        }
         jobs.clock.advance(by: .zero)
         let depth = try metrics.expectGauge("flow_jobs_queue_depth", [("queue", "default")])
         let lag = try metrics.expectGauge("flow_jobs_queue_lag", [("queue", "default")])
@@ -563,17 +577,14 @@ struct JobWorkerMetricsTests {
     }
 
     @Test func leaseExpiriesAndQuarantinesAreCountedOnceByTheRescuingWorker() throws {
-        let jobs = VirtualJobs()
-        let store = try jobs.openStore()
-        let client = JobClient(store: store)
+        let rig = try Rig()
+        let jobs = rig.jobs
         let metrics = TestMetrics()
         func worker(_ identity: String) -> JobWorker {
-            JobWorker(
-                store: store, scheduler: jobs.scheduler,
-                configuration: .init(identity: identity, metrics: JobMetrics(factory: metrics)))
+            rig.worker(identity: identity, metrics: JobMetrics(factory: metrics))
         }
         let poison = JobKind<Message>(name: "poison", maxAttempts: 5)
-        let handle = try completed(client.enqueue(poison, Message(text: "crashes its worker")))
+        let handle = try rig.enqueue(poison, Message(text: "crashes its worker"))
         for round in 1...2 {
             let victim = worker("victim-\(round)")
             victim.register(poison) { _, _ in Future(.forever) }
@@ -593,7 +604,7 @@ struct JobWorkerMetricsTests {
         survivor.register(poison) { _, _ in Future() }
         survivor.start()
         jobs.clock.advance(by: .zero)
-        #expect(try completed(client.job(handle.id))?.state == .quarantined)
+        #expect(try rig.record(handle).state == .quarantined)
         let labels = [("queue", "default"), ("name", "poison")]
         #expect(try metrics.expectCounter("flow_jobs_lease_expiries", labels).totalValue == 3)
         #expect(try metrics.expectCounter("flow_jobs_quarantined", labels).totalValue == 1)
@@ -636,6 +647,28 @@ struct JobWorkerOtherProcessTests {
         #expect(jobs.clock.pendingCount == 0, "idle again, still no timer")
         try completed(worker.shutdown(gracePeriod: .seconds(1)))
         try completed(workerStore.close())
+        try completed(otherProcess.close())
+    }
+
+    /// The handle's process never finishes the job: only the other store's commit can complete it.
+    @Test(.timeLimit(.minutes(1)))
+    func aHandleHearsItsJobFinishedThroughAnotherStoreOnTheFile() async throws {
+        let jobs = VirtualJobs()
+        let clientStore = try jobs.openStore()
+        let otherProcess = try jobs.openStore()
+        let handle = try completed(JobClient(store: clientStore).enqueue(message, Message(text: "done elsewhere")))
+        let finished = handle.finished()
+        let claimed = try completed(otherProcess.claim(
+            ClaimRequest(
+                slotsByQueue: ["default": 1], names: [message.name], worker: "other", leaseDuration: .seconds(15),
+                maxLeaseExpiries: 3)))
+        let record = try #require(claimed.jobs.first)
+        #expect(record.id == handle.id)
+        _ = try completed(otherProcess.finish(JobLease(id: record.id, fence: record.fence), outcome: .completed, effects: nil))
+
+        let ended = try await finished.get()
+        #expect(ended.id == handle.id && ended.state == .completed && ended.worker == "other")
+        try completed(clientStore.close())
         try completed(otherProcess.close())
     }
 }

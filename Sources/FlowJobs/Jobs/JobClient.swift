@@ -24,6 +24,10 @@ public final class JobClient: Sendable {
         var observation: Disposable?
         var byJob: [JobID: [UInt64: Waiter]] = [:]
         var nextKey: UInt64 = 0
+        /// Whether the waited jobs are being read again after another connection's commit.
+        var isRereading = false
+        /// Whether another connection committed during that read, which must then run again.
+        var needsAnotherRead = false
     }
 
     private let waiters = Locked(Waiters())
@@ -51,7 +55,11 @@ public final class JobClient: Sendable {
             let key = waiters.withLock { waiters in
                 if waiters.observation == nil {
                     waiters.observation = store.observe { [weak self] notification in
-                        if case .finished(let record) = notification { self?.complete(record.id, with: .success(record)) }
+                        switch notification {
+                        case .finished(let record): self?.complete(record.id, with: .success(record))
+                        case .committedElsewhere: self?.rereadWaitedJobs()
+                        case .enqueued, .cancellationRequested: break
+                        }
                     }
                 }
                 defer { waiters.nextKey += 1 }
@@ -72,6 +80,40 @@ public final class JobClient: Sendable {
                     waiters.byJob[id]?[key] = nil
                     if waiters.byJob[id]?.isEmpty == true { waiters.byJob[id] = nil }
                 }
+            }
+        }
+    }
+
+    /// Reads every waited job again after another connection's commit, completing those that ended
+    /// there. One round of reads at a time; a commit during a round calls for one more after it.
+    private func rereadWaitedJobs() {
+        let ids = waiters.withLock { waiters -> [JobID] in
+            guard !waiters.isRereading else {
+                waiters.needsAnotherRead = true
+                return []
+            }
+            guard !waiters.byJob.isEmpty else { return [] }
+            waiters.isRereading = true
+            waiters.needsAnotherRead = false
+            return Array(waiters.byJob.keys)
+        }
+        guard !ids.isEmpty else { return }
+        let remaining = Locked(ids.count)
+        for id in ids {
+            store.job(id).onResult(on: .none) { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(let record?) where record.state.isTerminal: complete(id, with: .success(record))
+                case .success(nil): complete(id, with: .failure(JobHandleError.notFound(id)))
+                // Unfinished, or unreadable for now: a later commit reads it again.
+                case .success, .failure: break
+                }
+                guard remaining.withLock({ $0 -= 1; return $0 }) == 0 else { return }
+                let again = waiters.withLock { waiters in
+                    waiters.isRereading = false
+                    return waiters.needsAnotherRead
+                }
+                if again { rereadWaitedJobs() }
             }
         }
     }
@@ -168,9 +210,10 @@ public struct JobHandle: Sendable, Hashable {
 
     /// Completes with the job's record once it is completed, discarded, cancelled or quarantined.
     ///
-    /// It learns of the end from the store's notifications in this process (a worker of this process
-    /// finishing the job, a cancellation, a rescue by a claim of this process). A job finished by a
-    /// worker of another process is seen by ``JobClient/job(_:)``. Fails with
+    /// It learns of the end from the store's notifications: a worker of this process finishing the
+    /// job, a cancellation, a rescue by a claim of this process, and, with a store that watches for
+    /// other connections' commits (a file ``SQLiteJobStore``), an end committed by another process,
+    /// read again after that commit (``JobStoreNotification/committedElsewhere``). Fails with
     /// ``JobHandleError/notFound(_:)`` for an unknown job.
     public func finished() -> Future<JobRecord> {
         client.finished(id)

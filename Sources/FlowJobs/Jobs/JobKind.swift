@@ -85,6 +85,9 @@ public struct EnqueueOptions: Sendable, Hashable {
     /// While a job with this key is unfinished, enqueueing another with the same key adds nothing and
     /// answers the existing job.
     public var uniqueKey: String?
+    /// How long each attempt may run, instead of the kind's ``JobKind/timeout``: kept with the job, so
+    /// its retries and a rescue after a crash keep it too.
+    public var timeout: Duration?
 
     /// Describes when and where to run a job.
     ///
@@ -95,12 +98,15 @@ public struct EnqueueOptions: Sendable, Hashable {
     ///   - queue: the queue, instead of the kind's.
     ///   - maxAttempts: attempts allowed, instead of the kind's.
     ///   - uniqueKey: a key unique among unfinished jobs.
+    ///   - timeout: how long each attempt may run, instead of the kind's.
     public init(
         at: Date? = nil, after: Duration? = nil, priority: Int? = nil, queue: String? = nil,
-        maxAttempts: Int? = nil, uniqueKey: String? = nil
+        maxAttempts: Int? = nil, uniqueKey: String? = nil, timeout: Duration? = nil
     ) {
         misusePrecondition(at == nil || after == nil, "EnqueueOptions: give a run time (at:) or a delay (after:), not both")
         misusePrecondition(maxAttempts.map { $0 >= 1 } ?? true, "EnqueueOptions: maxAttempts must be at least 1")
+        misusePrecondition(timeout.map { $0 > .zero } ?? true, "EnqueueOptions: the timeout must be positive")
+        self.timeout = timeout
         self.at = at
         self.after = after
         self.priority = priority
@@ -123,6 +129,6 @@ extension JobKind {
         return NewJob(
             name: name, queue: options.queue ?? queue, payload: try encode(payload),
             priority: options.priority ?? priority, runAt: runAt, maxAttempts: options.maxAttempts ?? maxAttempts,
-            uniqueKey: options.uniqueKey)
+            uniqueKey: options.uniqueKey, timeout: options.timeout)
     }
 }

@@ -18,6 +18,9 @@ final class SQLiteConnection: @unchecked Sendable {
     private var statements: [String: OpaquePointer] = [:]
     /// Notifications produced by the request being run, published by the writer after the commit.
     var pendingNotifications: [JobStoreNotification] = []
+    /// Called after each commit with the write-ahead log's size in pages, in place of SQLite's
+    /// automatic checkpoint; set by ``checkpointElsewhere(_:)``.
+    private var walDidGrow: (@Sendable (Int32) -> Void)?
 
     /// Opens (and creates, when `create` says so) the database at `path`, or `:memory:`.
     init(path: String, create: Bool) throws(JobStoreError) {
@@ -52,6 +55,22 @@ final class SQLiteConnection: @unchecked Sendable {
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
         if ownsHandle { sqlite3_close_v2(handle) }
+    }
+
+    /// Turns SQLite's automatic checkpoint off for this connection and calls `walDidGrow` after each of
+    /// its commits instead, with the log's size in pages, so that another connection can checkpoint.
+    func checkpointElsewhere(_ walDidGrow: @escaping @Sendable (Int32) -> Void) {
+        self.walDidGrow = walDidGrow
+        // The hook replaces the automatic checkpoint (which is itself a WAL hook). `self` is unretained:
+        // the handle, and with it the hook, ends in this object's deinit.
+        sqlite3_wal_hook(
+            handle,
+            { context, _, _, pages in
+                if let context {
+                    Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().walDidGrow?(pages)
+                }
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Whether a transaction is open: false once SQLite has rolled one back by itself.

@@ -62,7 +62,9 @@ final class SQLiteFileWatcher: Sendable {
         // A commit writes the -wal file, then publishes itself in the -shm index, which inotify does
         // not see: a check at the write may come too early. So each burst is checked at once, then
         // again 1 ms and 10 ms later (unless more writes come first); after that the thread sleeps
-        // until the next write.
+        // until the next write. While writes keep coming (this process's own writer commits too),
+        // they are read and checked at most once a millisecond, not once each: a check per commit
+        // would wake this thread and the writer's for every commit.
         var followUps: ArraySlice<Int32> = []
         while true {
             let ready = poll(&descriptors, 2, followUps.first ?? -1)
@@ -76,7 +78,10 @@ final class SQLiteFileWatcher: Sendable {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 onChange()
-                followUps = [1, 10]
+                usleep(1000)
+                // After the pause: writes that came meanwhile are read and checked at once; with
+                // none, this is the check 1 ms after the burst.
+                followUps = [0, 10]
             } else if count < 0 && errno != EINTR {
                 break
             }

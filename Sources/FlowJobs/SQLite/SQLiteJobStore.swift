@@ -85,6 +85,8 @@ public final class SQLiteJobStore: JobStore {
     let writer: SQLiteWriter
     /// The read connection of a file store; `nil` in memory, where reads go through the writer.
     private let reader: SQLiteReader?
+    /// The checkpoints of a file store whose writer has a thread of its own, beside that thread.
+    private let checkpointer: SQLiteCheckpointer?
     /// The watch of a file store's files for other connections' commits, from the first observer on
     /// (`started`), until the store closes.
     private let fileWatch = Locked<(started: Bool, watcher: SQLiteFileWatcher?)>((false, nil))
@@ -103,17 +105,31 @@ public final class SQLiteJobStore: JobStore {
         ) { () throws(JobStoreError) in
             try connection.run("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
         }
+        // Each request runs in a savepoint, whose journal of the pages it changed spills to a
+        // temporary file past 64 KiB (a batch of enqueues does): kept in memory, it costs no writes.
+        try connection.run("PRAGMA temp_store = MEMORY")
         try SQLiteSchema.migrate(
             connection, busyRetryLimit: configuration.busyRetryLimit, busyBackoff: configuration.busyBackoff,
             onBusyRetry: configuration.onBusyRetry)
         if path == ":memory:" || path.isEmpty {
             reader = nil
+            checkpointer = nil
         } else {
             let readConnection = try SQLiteConnection(path: path, create: false)
             try readConnection.run("PRAGMA query_only = 1")
             reader = SQLiteReader(
                 connection: readConnection, usesOwnQueue: configuration.execution == .writerThread,
                 busyRetryLimit: configuration.busyRetryLimit, busyBackoff: configuration.busyBackoff)
+            if configuration.execution == .writerThread {
+                let checkpointConnection = try SQLiteConnection(path: path, create: false)
+                try checkpointConnection.run("PRAGMA synchronous = NORMAL")
+                let checkpointer = SQLiteCheckpointer(connection: checkpointConnection)
+                connection.checkpointElsewhere { pages in checkpointer.walDidGrow(toPages: pages) }
+                self.checkpointer = checkpointer
+            } else {
+                // Every call runs on the caller's thread anyway: SQLite's automatic checkpoint stays.
+                checkpointer = nil
+            }
         }
         clock = configuration.clock
         self.path = path
@@ -136,6 +152,7 @@ public final class SQLiteJobStore: JobStore {
         fileWatch.withLock { $0.watcher }?.stop()
         writer.close()
         reader?.close()
+        checkpointer?.close()
     }
 
     /// Stops taking operations (later ones fail with ``JobStoreError/closed``); those already
@@ -147,12 +164,21 @@ public final class SQLiteJobStore: JobStore {
             watch.started = true
             return watch.watcher
         }?.stop()
-        return Future<Void>(on: .none) { [writer, reader] completion in
+        return Future<Void>(on: .none) { [writer, reader, checkpointer] completion in
             writer.close {
+                // The checkpointer's connection closes last: the last connection to close copies the
+                // log into the database and removes it.
+                let closeCheckpointer: @Sendable () -> Void = {
+                    if let checkpointer {
+                        checkpointer.close { completion(.success(())) }
+                    } else {
+                        completion(.success(()))
+                    }
+                }
                 if let reader {
-                    reader.close { completion(.success(())) }
+                    reader.close(whenClosed: closeCheckpointer)
                 } else {
-                    completion(.success(()))
+                    closeCheckpointer()
                 }
             }
             return NilDisposer()
@@ -443,13 +469,15 @@ public final class SQLiteJobStore: JobStore {
         let rows = try connection.query(
             """
             INSERT INTO flow_jobs (
-                name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, trace_context)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+                name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, trace_context,
+                timeout_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
             """,
             [
                 .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
                 .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
                 job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now), encodeTraceContext(job.traceContext),
+                job.timeout.map { .integer($0.milliseconds) } ?? .null,
             ])
         // One notification for a run of enqueues to a queue (a batch of a thousand is one, not a thousand).
         if case .enqueued(let queues)? = connection.pendingNotifications.last, queues.contains(job.queue) {
@@ -508,7 +536,8 @@ public final class SQLiteJobStore: JobStore {
                     ORDER BY priority DESC, run_at, id LIMIT ?)
                 RETURNING \(SQLiteSchema.jobColumns)
                 """,
-                [.integer(leaseEnd), .text(request.worker), .text(queue), .integer(now)] + nameArguments
+                [.integer(leaseEnd), .text(request.worker), .text(queue), .integer(now + request.lookahead.milliseconds)]
+                    + nameArguments
                     + [.integer(Int64(slots))])
             claimed += rows.map(decode)
             if rows.count < slots { queuesWithFreeSlots.append(queue) }
@@ -606,7 +635,8 @@ public final class SQLiteJobStore: JobStore {
             runAt: Date(milliseconds: integer(6)), leaseExpiresAt: date(10), worker: row[11].textValue,
             uniqueKey: row[13].textValue, lastError: row[14].textValue, createdAt: Date(milliseconds: integer(17)),
             finishedAt: date(18), traceContext: decodeTraceContext(row[19]),
-            firstAttemptTraceContext: decodeTraceContext(row[20]))
+            firstAttemptTraceContext: decodeTraceContext(row[20]),
+            timeout: row[21].integerValue.map { .milliseconds($0) })
     }
 
     /// A trace context's headers as a JSON object, or `NULL` when there are none.

@@ -71,6 +71,10 @@ enum SQLiteSchema {
             PRIMARY KEY (schedule, fire_at)
         ) WITHOUT ROWID;
         """,
+        // 5: each attempt's time limit given at the enqueue, in milliseconds; NULL for the kind's.
+        """
+        ALTER TABLE flow_jobs ADD COLUMN timeout_ms INTEGER;
+        """,
     ]
 
     /// The schema version this code writes.
@@ -80,7 +84,7 @@ enum SQLiteSchema {
     static let jobColumns = """
         id, name, queue, payload, state, priority, run_at, attempt, max_attempts, fence, lease_expires_at, \
         worker, lease_expiries, unique_key, last_error, has_error, cancel_requested, created_at, finished_at, \
-        trace_context, first_attempt_trace_context
+        trace_context, first_attempt_trace_context, timeout_ms
         """
 
     /// Brings the database to ``currentVersion``, each migration in a transaction of its own.

@@ -6,9 +6,10 @@ import Synchronization
 /// The one writer of an SQLite store: runs requests against the store's connection, many per
 /// transaction (group commit), and settles each request only once its transaction committed.
 ///
-/// Each request runs in a savepoint of its own, so that a request that fails rolls back alone and the
-/// others of its batch still commit. A batch that cannot begin because another connection holds the
-/// write lock is retried with a backoff; when it still cannot, every request of the batch fails with
+/// Each request of a batch of several runs in a savepoint of its own, so that a request that fails
+/// rolls back alone and the others of its batch still commit. A batch that cannot begin because
+/// another connection holds the write lock is retried with a backoff; when it still cannot, every
+/// request of the batch fails with
 /// ``JobStoreError/busy(message:)``.
 ///
 /// With ``SQLiteJobStore/Execution/writerThread`` the requests queue for a thread of the writer's
@@ -156,22 +157,24 @@ final class SQLiteWriter: Sendable {
     }
 
     /// When another connection committed since the last check, publishes the queues that have
-    /// claimable jobs as enqueued, so that this process's workers claim.
+    /// claimable jobs as enqueued, so that this process's workers claim, then that another
+    /// connection committed, so that those waiting on a job's end read it again.
     private func checkForOtherCommits() {
-        let queues = connection.withLock { connection -> Set<String> in
+        let queues = connection.withLock { connection -> Set<String>? in
             guard let connection,
                 let version = try? connection.query("PRAGMA data_version").first?.first?.integerValue
-            else { return [] }
+            else { return nil }
             let changed = dataVersion.withLock { recorded in
                 defer { recorded = version }
                 return recorded != version
             }
-            guard changed else { return [] }
+            guard changed else { return nil }
             let rows = try? connection.query(
                 "SELECT DISTINCT queue FROM flow_jobs WHERE state IN \(SQLiteJobStore.claimableStates)")
             return Set((rows ?? []).compactMap { $0.first?.textValue })
         }
-        if !queues.isEmpty { publish([.enqueued(queues: queues)]) }
+        guard let queues else { return }
+        publish(queues.isEmpty ? [.committedElsewhere] : [.enqueued(queues: queues), .committedElsewhere])
     }
 
     private func publish(_ notifications: [JobStoreNotification]) {
@@ -241,15 +244,23 @@ final class SQLiteWriter: Sendable {
         }
         var outcomes: [((any Error)?, [JobStoreNotification])] = []
         outcomes.reserveCapacity(batch.count)
+        // A request alone in its transaction needs no savepoint (which journals every page it
+        // changes): when it fails, the whole transaction rolls back.
+        let isAlone = batch.count == 1
         do {
             for (index, request) in batch.enumerated() {
                 connection.pendingNotifications.removeAll()
-                try connection.execute("SAVEPOINT request")
+                if !isAlone { try connection.execute("SAVEPOINT request") }
                 do {
                     try request.run(connection)
-                    try connection.execute("RELEASE request")
+                    if !isAlone { try connection.execute("RELEASE request") }
                     outcomes.append((nil, connection.pendingNotifications))
                 } catch {
+                    if isAlone {
+                        if connection.isInTransaction { try? connection.run("ROLLBACK") }
+                        connection.pendingNotifications.removeAll()
+                        return [(error, [])]
+                    }
                     guard connection.isInTransaction else {
                         // SQLite rolled the whole transaction back (it may on a full disk or an I/O
                         // error), the other requests' work with it: this request fails with its

@@ -51,6 +51,9 @@ public struct JobRecord: Sendable, Hashable {
     /// The trace context of the job's first attempt, recorded when that attempt failed (empty
     /// otherwise): a retry's span links to it.
     public let firstAttemptTraceContext: [String: String]
+    /// How long each attempt of this job may run, given at its enqueue (``NewJob/timeout``): it
+    /// takes the place of its kind's ``JobKind/timeout``. `nil` when the enqueue gave none.
+    public let timeout: Duration?
 
     /// Creates a record; stores make these from their rows.
     ///
@@ -70,12 +73,14 @@ public struct JobRecord: Sendable, Hashable {
     ///   - finishedAt: when the job reached its terminal state.
     ///   - traceContext: the enqueue's trace context, as injected headers.
     ///   - firstAttemptTraceContext: the failed first attempt's trace context, as injected headers.
+    ///   - timeout: each attempt's time limit given at the enqueue, or `nil` for the kind's.
     public init(
         id: JobID, name: String, queue: String, payload: Data, lifecycle: JobLifecycle, priority: Int,
         runAt: Date, leaseExpiresAt: Date?, worker: String?, uniqueKey: String?, lastError: String?,
         createdAt: Date, finishedAt: Date?, traceContext: [String: String] = [:],
-        firstAttemptTraceContext: [String: String] = [:]
+        firstAttemptTraceContext: [String: String] = [:], timeout: Duration? = nil
     ) {
+        self.timeout = timeout
         self.traceContext = traceContext
         self.firstAttemptTraceContext = firstAttemptTraceContext
         self.id = id
@@ -121,6 +126,10 @@ public struct NewJob: Sendable, Hashable {
     /// The trace context of the enqueue, as a tracer's injected headers; empty when untraced.
     /// ``JobClient`` fills it when given a tracer.
     public var traceContext: [String: String]
+    /// How long each attempt may run before its handler's future is cancelled and the attempt fails
+    /// with `TimeoutError`, kept with the job (so a retry or a rescue keeps it too) in place of its
+    /// kind's ``JobKind/timeout``; `nil` for the kind's.
+    public var timeout: Duration?
 
     /// Describes a job to enqueue.
     ///
@@ -133,12 +142,16 @@ public struct NewJob: Sendable, Hashable {
     ///   - maxAttempts: attempts allowed; at least 1.
     ///   - uniqueKey: an optional key unique among unfinished jobs.
     ///   - traceContext: the enqueue's trace context, as injected headers; none by default.
+    ///   - timeout: each attempt's time limit, in place of the kind's; `nil` (the default) for the kind's.
     public init(
         name: String, queue: String, payload: Data, priority: Int = 0, runAt: Date? = nil, maxAttempts: Int,
-        uniqueKey: String? = nil, traceContext: [String: String] = [:]
+        uniqueKey: String? = nil, traceContext: [String: String] = [:], timeout: Duration? = nil
     ) {
         self.traceContext = traceContext
         misusePrecondition(maxAttempts >= 1, "NewJob \(name): maxAttempts must be at least 1, not \(maxAttempts)")
+        misusePrecondition(
+            timeout.map { $0 > .zero } ?? true, "NewJob \(name): the timeout must be positive, not \(timeout ?? .zero)")
+        self.timeout = timeout
         self.name = name
         self.queue = queue
         self.payload = payload
@@ -196,6 +209,11 @@ public struct ClaimRequest: Sendable, Hashable {
     /// Whether the answer measures the request's queues (``ClaimResult/queues``): what is due and still
     /// waiting once the claim took its jobs. A count per queue, so only asked for when reported.
     public var measuresQueues: Bool
+    /// How far ahead of their run times jobs are claimed: the claim also takes jobs due within this
+    /// much from now, which the worker starts from a timer at their run times, so that the claim's
+    /// round trip to the store is not between a job's run time and its start. Zero (the default)
+    /// claims only due jobs; a store may ignore it and claim only due jobs.
+    public var lookahead: Duration
 
     /// Describes a claim.
     ///
@@ -206,10 +224,13 @@ public struct ClaimRequest: Sendable, Hashable {
     ///   - leaseDuration: the lease's length.
     ///   - maxLeaseExpiries: the quarantine threshold.
     ///   - measuresQueues: whether to measure the queues' depth and lag; false by default.
+    ///   - lookahead: how far ahead of their run times to claim jobs; none by default.
     public init(
         slotsByQueue: [String: Int], names: Set<String>, worker: String, leaseDuration: Duration,
-        maxLeaseExpiries: Int, measuresQueues: Bool = false
+        maxLeaseExpiries: Int, measuresQueues: Bool = false, lookahead: Duration = .zero
     ) {
+        misusePrecondition(lookahead >= .zero, "ClaimRequest: the lookahead must not be negative")
+        self.lookahead = lookahead
         self.slotsByQueue = slotsByQueue
         self.names = names
         self.worker = worker
@@ -313,4 +334,9 @@ public enum JobStoreNotification: Sendable, Hashable {
     case cancellationRequested(JobID)
     /// The job reached a terminal state.
     case finished(JobRecord)
+    /// Another connection to the database committed (another process's store, say), so any job's
+    /// state may have changed: those waiting on a job read it again. Published by a store that
+    /// watches for other connections' commits (a file ``SQLiteJobStore``), after the `enqueued`
+    /// notification of the queues that have claimable jobs.
+    case committedElsewhere
 }
