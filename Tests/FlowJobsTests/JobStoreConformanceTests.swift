@@ -80,6 +80,25 @@ struct JobStoreConformanceTests {
     }
 
     @Test(arguments: JobStoreFactory.all)
+    func aTimeoutGivenAtTheEnqueueIsKeptWithTheJobThroughItsClaim(_ factory: JobStoreFactory) async throws {
+        let subject = try Subject(factory)
+        // A batch without unique keys and a job with one: stores may add them by different statements.
+        let jobs = [
+            NewJob(name: "task", payload: Data("{}".utf8), timeout: .milliseconds(1_500)),
+            NewJob(name: "task", payload: Data("{}".utf8)),
+            NewJob(name: "task", payload: Data("{}".utf8), uniqueKey: "timed", timeout: .seconds(90)),
+        ]
+        let enqueued = try await subject.store.enqueue(Array(jobs[0...1])).get()
+            + subject.store.enqueue([jobs[2]]).get()
+        #expect(try await subject.record(enqueued[0].id).timeout == .milliseconds(1_500))
+        #expect(try await subject.record(enqueued[1].id).timeout == nil)
+        #expect(try await subject.record(enqueued[2].id).timeout == .seconds(90))
+        let claimed = try await subject.claim().jobs
+        #expect(Set(claimed.map(\.id)) == Set(enqueued.map(\.id)))
+        #expect(claimed.first { $0.id == enqueued[2].id }?.timeout == .seconds(90))
+    }
+
+    @Test(arguments: JobStoreFactory.all)
     func aClaimTakesDueJobsByPriorityThenRunTimeUpToTheSlots(_ factory: JobStoreFactory) async throws {
         let subject = try Subject(factory)
         let low = try await subject.enqueue(priority: 0)

@@ -197,6 +197,29 @@ struct PostgresJobStoreTests {
         #expect(heard.withLock { $0.last } == .cancellationRequested(enqueued[0].id))
     }
 
+    @Test func aHandleHearsItsJobFinishedByAnotherProcesssStore() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let clientStore = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            clientStore.close()
+            other.close()
+        }
+        let heardSomething = DispatchSemaphore(value: 0)
+        let observation = clientStore.observe { _ in heardSomething.signal() }
+        defer { observation.dispose() }
+        try waitUntilListening(clientStore, schema: schema, other: other, heardSomething: heardSomething)
+        let kind = JobKind<String>(name: "task")
+        let handle = try wait(JobClient(store: clientStore).enqueue(kind, "done elsewhere"))
+        let finished = handle.finished()
+        let claimed = try wait(other.claim(
+            ClaimRequest(slotsByQueue: ["default": 10], names: ["task"], worker: "other", leaseDuration: .seconds(30), maxLeaseExpiries: 3)))
+        let record = try #require(claimed.jobs.first { $0.id == handle.id })
+        _ = try wait(other.finish(JobLease(id: record.id, fence: record.fence), outcome: .completed, effects: nil))
+        let ended = try wait(finished)
+        #expect(ended.id == handle.id && ended.state == .completed && ended.worker == "other")
+    }
+
     /// Enqueues from `other` until `listening`'s observer hears one: its `LISTEN` has taken effect.
     private func waitUntilListening(
         _ listening: PostgresJobStore, schema: String, other: PostgresJobStore, heardSomething: DispatchSemaphore

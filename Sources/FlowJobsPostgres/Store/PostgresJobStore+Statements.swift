@@ -22,7 +22,10 @@ extension PostgresJobStore {
                 switch notification {
                 case .enqueued(let queues): payloads += queues.sorted().map { "\(instance) e \($0)" }
                 case .cancellationRequested(let id): payloads.append("\(instance) c \(id.rawValue)")
-                case .finished: break
+                // One payload for the transaction's ends, however many: listeners read their waited
+                // jobs again (a `JobHandle` in another process learns of its job's end).
+                case .finished: payloads.append("\(instance) f -")
+                case .committedElsewhere: break
                 }
             }
             guard !payloads.isEmpty else { return }
@@ -38,6 +41,7 @@ extension PostgresJobStore {
             switch parts[1] {
             case "e": return .enqueued(queues: [String(parts[2])])
             case "c": return Int64(parts[2]).map { .cancellationRequested(JobID(rawValue: $0)) }
+            case "f": return .committedElsewhere
             default: return nil
             }
         }
@@ -77,11 +81,12 @@ extension PostgresJobStore {
             let sql = """
                 WITH inserted AS (
                     INSERT INTO flow_jobs (
-                        name, queue, payload, state, priority, run_at, max_attempts, created_at, trace_context)
-                    SELECT name, queue, payload, state, priority, run_at, max_attempts, $8, trace_context
+                        name, queue, payload, state, priority, run_at, max_attempts, created_at, trace_context,
+                        timeout_ms)
+                    SELECT name, queue, payload, state, priority, run_at, max_attempts, $8, trace_context, timeout_ms
                     FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::int[], $6::bigint[],
-                        $7::int[], $9::text[])
-                        AS job(name, queue, payload, state, priority, run_at, max_attempts, trace_context)
+                        $7::int[], $9::text[], $12::bigint[])
+                        AS job(name, queue, payload, state, priority, run_at, max_attempts, trace_context, timeout_ms)
                     RETURNING id),
                 notified AS (SELECT count(pg_notify($10, payload)) FROM unnest($11::text[]) AS payload)
                 SELECT id FROM inserted, notified ORDER BY id
@@ -95,6 +100,7 @@ extension PostgresJobStore {
                     .text("{" + runAts.map { String($0) }.joined(separator: ",") + "}"),
                     .text("{" + jobs.map { String($0.maxAttempts) }.joined(separator: ",") + "}"), .integer(now),
                     .text(Self.arrayLiteral(traceContexts)), .text(channel), .text(Self.arrayLiteral(queues)),
+                    .text("{" + jobs.map { $0.timeout.map { String($0.wholeMilliseconds) } ?? "NULL" }.joined(separator: ",") + "}"),
                 ]
             )
         }
@@ -119,8 +125,8 @@ extension PostgresJobStore {
                     """
                     INSERT INTO flow_jobs (
                         name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at,
-                        trace_context)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                        trace_context, timeout_ms)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id
                     """,
                     [
@@ -128,6 +134,7 @@ extension PostgresJobStore {
                         .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
                         job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now),
                         Self.encodeTraceContext(job.traceContext),
+                        job.timeout.map { .integer($0.wholeMilliseconds) } ?? .null,
                     ])
                 guard let row = rows.first else { continue }
                 if case .enqueued(let queues)? = session.pendingNotifications.last, queues.contains(job.queue) {
@@ -324,7 +331,8 @@ extension PostgresJobStore {
                 runAt: Date(milliseconds: integer(6)), leaseExpiresAt: date(10), worker: row[11].textValue,
                 uniqueKey: row[13].textValue, lastError: row[14].textValue, createdAt: Date(milliseconds: integer(17)),
                 finishedAt: date(18), traceContext: decodeTraceContext(row[19]),
-                firstAttemptTraceContext: decodeTraceContext(row[20]))
+                firstAttemptTraceContext: decodeTraceContext(row[20]),
+                timeout: row[21].integerValue.map { .milliseconds($0) })
         }
 
         /// A trace context's headers as a JSON object, or `NULL` when there are none.

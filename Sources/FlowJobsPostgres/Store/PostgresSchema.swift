@@ -39,7 +39,8 @@ enum PostgresSchema {
             created_at BIGINT NOT NULL,
             finished_at BIGINT,
             trace_context TEXT,
-            first_attempt_trace_context TEXT
+            first_attempt_trace_context TEXT,
+            timeout_ms BIGINT
         ) WITH (fillfactor = 70);
         CREATE INDEX flow_jobs_due ON flow_jobs (queue, priority DESC, run_at, id)
             WHERE state IN ('scheduled', 'available', 'retryable');
@@ -63,7 +64,7 @@ enum PostgresSchema {
     static let jobColumns = """
         id, name, queue, payload, state, priority, run_at, attempt, max_attempts, fence, lease_expires_at, \
         worker, lease_expiries, unique_key, last_error, has_error, cancel_requested, created_at, finished_at, \
-        trace_context, first_attempt_trace_context
+        trace_context, first_attempt_trace_context, timeout_ms
         """
 
     /// Brings the schema to ``currentVersion`` under a session advisory lock, so that processes
