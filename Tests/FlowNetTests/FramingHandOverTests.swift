@@ -65,6 +65,36 @@ struct FramingHandOverTests {
         }
     }
 
+    @Test("a line split across the hand-over from lines(idleTimeout:) to lines() and back is neither lost nor doubled")
+    func timedAndUntimedLinesHandOver() async throws {
+        try await withConnectedPair { server, client, _ in
+            try await client.write(Array("one\ntw".utf8)).get()
+            var timed = server.lines(idleTimeout: 3600).makeAsyncIterator()
+            #expect(try await timed.next() == "one")
+            // "tw" came in the chunk of "one": the plain sequence that takes over gets it first.
+            var plain = server.lines().makeAsyncIterator()
+            try await client.write(Array("o\nthr".utf8)).get()
+            #expect(try await plain.next() == "two")
+            // And back: "thr", read by the plain sequence with "two", goes to the timed one after it.
+            try await client.write(Array("ee\nfour\n".utf8)).get()
+            client.shutdown()
+            #expect(try await collect(server.lines(maximumLength: 100, idleTimeout: 3600)) == ["three", "four"])
+        }
+    }
+
+    @Test("the start of a line lines(idleTimeout:) held when it timed out goes to the reader that takes over")
+    func partialLineAfterIdleTimeout() async throws {
+        try await withConnectedPair { server, client, _ in
+            try await client.write(Array("one\ntw".utf8)).get()
+            var timed = server.lines(idleTimeout: 0.05).makeAsyncIterator()
+            #expect(try await timed.next() == "one")
+            await #expect(throws: StreamTimeoutError.idle(seconds: 0.05)) { _ = try await timed.next() }
+            try await client.write(Array("o\n".utf8)).get()
+            client.shutdown()
+            #expect(try await collect(server.lines()) == ["two"])
+        }
+    }
+
     @Test("a line signal's listener that stops after the greeting leaves the frames to frames()")
     func framesAfterLineSignal() async throws {
         try await withConnectedPair { server, client, loop in
