@@ -37,7 +37,7 @@ extension StreamConnection {
     /// loop's timer; `nil` (the default) never closes it for idling. Callable from any thread.
     ///
     /// Closing for idling fails the waiting reads and the connection's sequences with
-    /// ``ConnectionIdleTimeoutError``. ``EventLoop/activeResources()`` lists an open connection with its
+    /// ``ConnectionIdleTimeoutError``. `EventLoop.activeResources()` lists an open connection with its
     /// idle timeout (`TCP connection from 127.0.0.1:50312 (accepted on 127.0.0.1:8080), idle timeout
     /// 30.0 s`). A read counts as activity when bytes arrive, a write
     /// when the kernel has taken its bytes; setting the timeout counts too, so the interval starts then.
