@@ -3,24 +3,6 @@ import FlowNet
 import Foundation
 import Testing
 
-/// A connected pair of TCP connections on a loop of their own thread (`server` is the accepted side),
-/// closed afterwards with their listener.
-private func withConnectedPair(
-    _ body: (_ server: TCPConnection, _ client: TCPConnection, _ loop: EventLoop) async throws -> Void
-) async throws {
-    let loop = EventLoop.startOnNewThread(name: "net.idle-timeout")
-    defer { loop.shutdown() }
-    let (accepted, acceptedContinuation) = AsyncStream.makeStream(of: TCPConnection.self)
-    let listener = try loop.performAndWait {
-        try TCPListener.listen(port: 0, on: loop) { acceptedContinuation.yield($0) }
-    }
-    let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
-    var iterator = accepted.makeAsyncIterator()
-    let server = try #require(await iterator.next())
-    defer { _ = join(client.close(), server.close(), listener.close()) }
-    try await body(server, client, loop)
-}
-
 /// The connection-wide idle timeout (`StreamConnection.idleTimeout`), as NIO's IdleStateHandler or
 /// Hummingbird's idle timeout: a connection with no byte read or written for the interval is closed,
 /// with a reason its reader sees.
@@ -28,7 +10,7 @@ private func withConnectedPair(
 struct ConnectionIdleTimeoutTests {
     @Test("a connection idle for its timeout is closed, and its lines() and later reads fail with the reason")
     func anIdleConnectionIsClosedWithItsReason() async throws {
-        try await withConnectedPair { server, client, _ in
+        try await withConnectedTCPPair(loopName: "net.idle-timeout") { server, client, _ in
             try await client.writeAsync("before the silence\n")
             server.idleTimeout = 0.05
             #expect(server.idleTimeout == 0.05)
@@ -46,7 +28,7 @@ struct ConnectionIdleTimeoutTests {
 
     @Test("an open connection is listed with its idle timeout, and without it once the timeout is removed")
     func theIdleTimeoutIsListedWithTheConnection() async throws {
-        try await withConnectedPair { server, _, loop in
+        try await withConnectedTCPPair(loopName: "net.idle-timeout") { server, _, loop in
             server.idleTimeout = 3600
             let listed = loop.describeActiveResources()
             #expect(listed.contains("TCP connection from "), "\(listed)")
