@@ -1,12 +1,5 @@
 import Flow
 
-/// Runs main-actor `body` from the main loop's work, which is main-actor work (the main loop, the
-/// Dispatch main queue and the main actor are one serial context).
-@inlinable
-func runOnMainLoopAsMainActor(_ body: @MainActor () -> Void) {
-    MainActor.assumeIsolated { body() }
-}
-
 extension MainActorScheduler {
     /// Runs main-actor `work` on the main loop once `delay` seconds have passed, unless the returned
     /// disposable is disposed first: as `Scheduler.main.timer(after:execute:)`, for work that updates
@@ -20,7 +13,7 @@ extension MainActorScheduler {
     /// - Returns: the disposable that cancels the timer.
     @discardableResult
     public func timer(after delay: Double, execute work: @escaping @MainActor () -> Void) -> Disposable {
-        scheduler.timer(after: delay) { runOnMainLoopAsMainActor(work) }
+        scheduler.timer(after: delay, execute: callback(work))
     }
 
     /// Runs main-actor `work` on the main loop every `interval` seconds until the returned disposable is
@@ -39,9 +32,8 @@ extension MainActorScheduler {
         missedTicks: MissedTickPolicy = .skip,
         execute work: @escaping @MainActor (TimerTick) -> Void
     ) -> Disposable {
-        scheduler.repeatingTimer(every: interval, startingAfter: initialDelay, missedTicks: missedTicks) { tick in
-            runOnMainLoopAsMainActor { work(tick) }
-        }
+        scheduler.repeatingTimer(
+            every: interval, startingAfter: initialDelay, missedTicks: missedTicks, execute: callback(work))
     }
 
     /// Runs main-actor `work` on the main loop every `interval` seconds until the returned disposable is
@@ -56,9 +48,8 @@ extension MainActorScheduler {
         missedTicks: MissedTickPolicy = .skip,
         execute work: @escaping @MainActor () -> Void
     ) -> Disposable {
-        scheduler.repeatingTimer(every: interval, startingAfter: initialDelay, missedTicks: missedTicks) { _ in
-            runOnMainLoopAsMainActor(work)
-        }
+        scheduler.repeatingTimer(
+            every: interval, startingAfter: initialDelay, missedTicks: missedTicks, execute: callback(work))
     }
 }
 
@@ -84,5 +75,36 @@ extension Future {
         onErrorRepeat(
             on: mainActor, maxRepetitions: maxRepetitions, delayBeforeRepetition: { backoff.delay(forAttempt: $0) },
             file: file, line: line, when: predicate, onRetry: onRetry)
+    }
+}
+
+extension Debouncer {
+    /// Creates a debouncer whose quiet period is `interval` seconds on the main loop's clock, for
+    /// main-actor work: as `Debouncer(on: .main, interval:)` (see `MainActorScheduler`).
+    ///
+    /// ```swift
+    /// let search = Debouncer<[Match]>(on: .mainActor, interval: 0.3)
+    /// ```
+    public convenience init(on mainActor: MainActorScheduler, interval: Double) {
+        self.init(on: mainActor.scheduler, interval: interval)
+    }
+
+    /// Asks for main-actor `work` to run once no other call has come for the quiet period: as
+    /// `callAsFunction(_:)`, with `work` run on the main loop as the main actor, whatever scheduler the
+    /// debouncer times its quiet period on; for work that reads or updates main-actor state (see
+    /// `MainActorScheduler`).
+    ///
+    /// ```swift
+    /// var query = ""   // main-actor state
+    /// search(on: .mainActor) { api.search(query) }.onValue(on: .mainActor) { matches in shown = matches }
+    /// ```
+    ///
+    /// - Returns: a future of the result of the work that finally runs (this call's, or a later one's).
+    @discardableResult
+    public func callAsFunction(
+        on mainActor: MainActorScheduler, _ work: @escaping @MainActor () -> Future<Value>
+    ) -> Future<Value> {
+        let mainActorWork = mainActor.callback(work)
+        return self { Future<Void>(()).flatMap(on: mainActor.scheduler) { _ in mainActorWork() } }
     }
 }

@@ -3,29 +3,6 @@ import Flow
 import Foundation
 import Testing
 
-/// A connected pair of TCP connections on a loop of their own thread (`server` is the accepted side),
-/// closed afterwards with their listener.
-private func withConnectedPair(
-    _ body: (_ server: StreamConnection, _ client: StreamConnection, _ loop: EventLoop) async throws -> Void
-) async throws {
-    let loop = EventLoop.startOnNewThread(name: "net.handover")
-    defer { loop.shutdown() }
-    let (accepted, acceptedContinuation) = AsyncStream.makeStream(of: TCPConnection.self)
-    let listener = try loop.performAndWait {
-        try TCPListener.listen(port: 0, on: loop) { acceptedContinuation.yield($0) }
-    }
-    let client = try await TCPConnection.connect(to: listener.localAddress, on: loop).get()
-    var iterator = accepted.makeAsyncIterator()
-    let server = try #require(await iterator.next())
-    do {
-        try await body(server, client, loop)
-    } catch {
-        _ = try? await join(client.close(), server.close(), listener.close()).get()
-        throw error
-    }
-    _ = try await join(client.close(), server.close(), listener.close()).get()
-}
-
 private func collect<S: AsyncSequence>(_ sequence: S) async throws -> [S.Element] {
     var elements: [S.Element] = []
     for try await element in sequence { elements.append(element) }
@@ -42,7 +19,7 @@ private let greetingAndTwoFrames: [UInt8] = Array("HELLO 1\r\n".utf8) + [0, 2, 0
 struct FramingHandOverTests {
     @Test("frames() after lines() gets the frames that came in the greeting line's chunk")
     func framesAfterLines() async throws {
-        try await withConnectedPair { server, client, _ in
+        try await withConnectedTCPPair(loopName: "net.handover") { server, client, _ in
             try await client.write(greetingAndTwoFrames).get()
             client.shutdown()
             var lines = server.lines().makeAsyncIterator()
@@ -54,7 +31,7 @@ struct FramingHandOverTests {
 
     @Test("read() after lines() gets the bytes after the line first, then the next chunks")
     func readAfterLines() async throws {
-        try await withConnectedPair { server, client, _ in
+        try await withConnectedTCPPair(loopName: "net.handover") { server, client, _ in
             try await client.write(Array("one\ntwo\nthr".utf8)).get()
             var lines = server.lines().makeAsyncIterator()
             #expect(try await lines.next() == "one")
@@ -65,9 +42,39 @@ struct FramingHandOverTests {
         }
     }
 
+    @Test("a line split across the hand-over from lines(idleTimeout:) to lines() and back is neither lost nor doubled")
+    func timedAndUntimedLinesHandOver() async throws {
+        try await withConnectedTCPPair(loopName: "net.handover") { server, client, _ in
+            try await client.write(Array("one\ntw".utf8)).get()
+            var timed = server.lines(idleTimeout: 3600).makeAsyncIterator()
+            #expect(try await timed.next() == "one")
+            // "tw" came in the chunk of "one": the plain sequence that takes over gets it first.
+            var plain = server.lines().makeAsyncIterator()
+            try await client.write(Array("o\nthr".utf8)).get()
+            #expect(try await plain.next() == "two")
+            // And back: "thr", read by the plain sequence with "two", goes to the timed one after it.
+            try await client.write(Array("ee\nfour\n".utf8)).get()
+            client.shutdown()
+            #expect(try await collect(server.lines(maximumLength: 100, idleTimeout: 3600)) == ["three", "four"])
+        }
+    }
+
+    @Test("the start of a line lines(idleTimeout:) held when it timed out goes to the reader that takes over")
+    func partialLineAfterIdleTimeout() async throws {
+        try await withConnectedTCPPair(loopName: "net.handover") { server, client, _ in
+            try await client.write(Array("one\ntw".utf8)).get()
+            var timed = server.lines(idleTimeout: 0.05).makeAsyncIterator()
+            #expect(try await timed.next() == "one")
+            await #expect(throws: StreamTimeoutError.idle(seconds: 0.05)) { _ = try await timed.next() }
+            try await client.write(Array("o\n".utf8)).get()
+            client.shutdown()
+            #expect(try await collect(server.lines()) == ["two"])
+        }
+    }
+
     @Test("a line signal's listener that stops after the greeting leaves the frames to frames()")
     func framesAfterLineSignal() async throws {
-        try await withConnectedPair { server, client, loop in
+        try await withConnectedTCPPair(loopName: "net.handover") { server, client, loop in
             try await client.write(greetingAndTwoFrames).get()
             client.shutdown()
             let bag = DisposeBag()
@@ -88,7 +95,7 @@ struct FramingHandOverTests {
 
     @Test("frames read one at a time by separate sequences come in order, none lost")
     func framesBySeparateSequences() async throws {
-        try await withConnectedPair { server, client, _ in
+        try await withConnectedTCPPair(loopName: "net.handover") { server, client, _ in
             var bytes: [UInt8] = []
             for index in 0..<50 { bytes += [UInt8(1), UInt8(index)] }
             try await client.write(bytes).get()
@@ -116,7 +123,7 @@ struct FramingHandOverTests {
 
     @Test("a peer sending 7f ff ff ff ff ff ff ff to frames(.uint64BigEndian, maximumLength: .max) ends the sequence with an error")
     func hugePrefixFromAPeer() async throws {
-        try await withConnectedPair { server, client, _ in
+        try await withConnectedTCPPair(loopName: "net.handover") { server, client, _ in
             try await client.write([0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).get()
             client.shutdown()
             await #expect(throws: FramingError.endOfStreamInsideFrame(receivedBytes: 8)) {

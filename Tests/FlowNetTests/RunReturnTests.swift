@@ -14,6 +14,7 @@ struct RunReturnTests {
         "futureMapOnAnotherLoop", "timerOnBackground", "cancelledTimerOnBackground", "performFromMainActor",
         "bindAsyncFromMainActor", "fileChunksFromMainActor", "deferredOnBackground", "deferredValueFromMainActor",
         "linesUntilServerCloses", "listenAsyncFromMainActor", "connectionsFromMainActor", "timedLinesUntilServerCloses",
+        "datagramsUntilSocketCloses",
     ]
 
     /// Runs `scenario` for `rounds` rounds in a child process and checks that each was delivered in time.

@@ -62,6 +62,34 @@ struct UDPTests {
         #expect(await iterator.next() == nil)
     }
 
+    @Test func aServerWrittenAsStructuredTasksEchoesUntilItsSocketClosesAndLeavesNoTaskBehind() async throws {
+        let loop = EventLoop.startOnNewThread(name: "udp.structured")
+        defer { loop.shutdown() }
+        let server = try await UDPSocket.bindAsync(on: loop)
+        let client = try await UDPSocket.bindAsync(on: loop)
+        let echoed = try await withThrowingTaskGroup(of: Int.self) { group in
+            let datagrams = server.datagrams
+            group.addTask {
+                var count = 0
+                for await datagram in datagrams {
+                    try await server.sendAsync(datagram.bytes, to: datagram.sender)
+                    count += 1
+                }
+                return count
+            }
+            for word in ["one", "two", "three"] {
+                try await client.sendAsync(Array(word.utf8), to: server.localAddress)
+                #expect(try await client.receive().get().bytes == Array(word.utf8))
+            }
+            // Closing ends the sequence: the group's task returns, and the group with it.
+            try await server.close().get()
+            return try await group.reduce(0, +)
+        }
+        #expect(echoed == 3)
+        await #expect(throws: EventLoopError.self) { try await server.sendAsync([1], to: client.localAddress) }
+        try await client.close().get()
+    }
+
     @Test func aDatagramLargerThanUDPCarriesFailsWithEMSGSIZEAndTheSocketStaysUsable() throws {
         let errors = Shared<[String]>([])
         let sockets = Shared<SocketsBound?>(nil)

@@ -63,8 +63,23 @@ struct ProcessGroupTests {
         }
         let sleepPid = try Self.pid(writtenTo: sleepFile)
         defer { _ = Glibc.kill(sleepPid, SIGKILL) }
-        #expect(throws: ChildProcessError.timedOut(seconds: 1)) { try #require(found.value).get() }
+        #expect(throws: ChildProcessTimeoutError(seconds: 1)) { try #require(found.value).get() }
         #expect(Self.waitUntilGone(sleepPid), "the script's sleep outlived the timeout")
+    }
+
+    /// Code written before timeouts existed switches over `ChildProcessError` with no `default`: it
+    /// compiles only while the enum keeps its cases, which it does because the timeout is an error type
+    /// of its own.
+    @Test func aSwitchOverChildProcessErrorWrittenBeforeTimeoutsStillCompilesAndCovers() {
+        func explain(_ error: ChildProcessError) -> String {
+            switch error {
+            case .outputLimitExceeded(let limit): return "over \(limit) bytes"
+            }
+        }
+        #expect(explain(.outputLimitExceeded(limit: 10)) == "over 10 bytes")
+        let timeout: any Error = ChildProcessTimeoutError(seconds: 1)
+        #expect(!(timeout is ChildProcessError))
+        #expect("\(timeout)" == "the process was still running after 1.0 s; it was killed")
     }
 
     @Test func aRunThatEndsBeforeItsTimeoutSucceedsAndLeavesNoTimerBehind() throws {

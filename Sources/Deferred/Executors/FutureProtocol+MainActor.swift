@@ -10,9 +10,7 @@ extension FutureProtocol {
     /// fetchName().upon(.mainActor) { name in names.append(name) }
     /// ```
     public func upon(_ mainActor: MainActorScheduler, execute body: @escaping @MainActor (Value) -> Void) {
-        upon(mainActor.scheduler as any Executor) { value in
-            MainActor.assumeIsolated { body(value) }
-        }
+        upon(mainActor.scheduler as any Executor, execute: mainActor.callback(body))
     }
 }
 
@@ -24,9 +22,7 @@ extension TaskProtocol {
     /// fetchFriends(for: jimbob).uponSuccess(on: .mainActor) { friends in shownFriends = friends }
     /// ```
     public func uponSuccess(on mainActor: MainActorScheduler, execute body: @escaping @MainActor (Success) -> Void) {
-        uponSuccess(on: mainActor.scheduler as any Executor) { value in
-            MainActor.assumeIsolated { body(value) }
-        }
+        uponSuccess(on: mainActor.scheduler as any Executor, execute: mainActor.callback(body))
     }
 
     /// Calls main-actor `body` with the error if the task fails, on the main loop: as
@@ -34,8 +30,6 @@ extension TaskProtocol {
     public func uponFailure(
         on mainActor: MainActorScheduler, execute body: @escaping @MainActor (any Error) -> Void
     ) {
-        uponFailure(on: mainActor.scheduler as any Executor) { error in
-            MainActor.assumeIsolated { body(error) }
-        }
+        uponFailure(on: mainActor.scheduler as any Executor, execute: mainActor.callback(body))
     }
 }

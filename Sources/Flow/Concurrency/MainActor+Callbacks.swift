@@ -36,10 +36,33 @@ struct SameThreadTransfer<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
-/// Runs main-actor `body` from the main loop's work, which is main-actor work.
-@inlinable
-func runAsMainActor<T>(_ body: @MainActor () throws -> T) rethrows -> T {
-    try MainActor.assumeIsolated { SameThreadTransfer(try body()) }.value
+extension MainActorScheduler {
+    /// The callback that every `.mainActor` form hands to its `on: .main` form: it runs main-actor `body`
+    /// as the main actor, from the main loop's work, which is main-actor work.
+    ///
+    /// The returned callback must be called on the main loop (the scheduler the forms pass with it); called
+    /// anywhere else it stops the process, since `body` would run off the main actor.
+    @inlinable
+    package func callback<each Argument, Output>(
+        _ body: @escaping @MainActor (repeat each Argument) -> Output
+    ) -> @Sendable (repeat each Argument) -> Output {
+        { (argument: repeat each Argument) -> Output in
+            // The arguments and the result stay on this thread: the main loop's, which is the main actor's.
+            let arguments = SameThreadTransfer((repeat each argument))
+            return MainActor.assumeIsolated { SameThreadTransfer(body(repeat each arguments.value)) }.value
+        }
+    }
+
+    /// The callback adapter above for a `body` that throws: the callback throws what `body` throws.
+    @inlinable
+    package func callback<each Argument, Output>(
+        _ body: @escaping @MainActor (repeat each Argument) throws -> Output
+    ) -> @Sendable (repeat each Argument) throws -> Output {
+        { (argument: repeat each Argument) throws -> Output in
+            let arguments = SameThreadTransfer((repeat each argument))
+            return try MainActor.assumeIsolated { SameThreadTransfer(try body(repeat each arguments.value)) }.value
+        }
+    }
 }
 
 extension Future {
@@ -51,10 +74,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @MainActor (Value) throws -> Void
     ) -> Future<Value> {
-        onValue(on: mainActor.scheduler, file: file, line: line) { value in
-            let transfer = SameThreadTransfer(value)
-            try runAsMainActor { try callback(transfer.value) }
-        }
+        onValue(on: mainActor.scheduler, file: file, line: line, mainActor.callback(callback))
     }
 
     /// Runs main-actor `callback` with the error if the future fails, on the main loop: as
@@ -65,9 +85,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @MainActor (Error) throws -> Void
     ) -> Future<Value> {
-        onError(on: mainActor.scheduler, file: file, line: line) { error in
-            try runAsMainActor { try callback(error) }
-        }
+        onError(on: mainActor.scheduler, file: file, line: line, mainActor.callback(callback))
     }
 
     /// Runs main-actor `callback` with the result once the future completes, on the main loop: as
@@ -78,10 +96,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @MainActor (Result<Value>) throws -> Void
     ) -> Future<Value> {
-        onResult(on: mainActor.scheduler, file: file, line: line) { result in
-            let transfer = SameThreadTransfer(result)
-            try runAsMainActor { try callback(transfer.value) }
-        }
+        onResult(on: mainActor.scheduler, file: file, line: line, mainActor.callback(callback))
     }
 
     /// Runs main-actor `callback` if the returned future is cancelled, on the main loop: as
@@ -92,7 +107,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @MainActor () -> Void
     ) -> Future<Value> {
-        onCancel(on: mainActor.scheduler, file: file, line: line) { runAsMainActor(callback) }
+        onCancel(on: mainActor.scheduler, file: file, line: line, mainActor.callback(callback))
     }
 
     /// Runs main-actor `callback` once the future completes or is cancelled, on the main loop: as
@@ -103,7 +118,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @MainActor () -> Void
     ) -> Future<Value> {
-        always(on: mainActor.scheduler, file: file, line: line) { runAsMainActor(callback) }
+        always(on: mainActor.scheduler, file: file, line: line, mainActor.callback(callback))
     }
 
     /// A future with main-actor `transform` applied to the value, on the main loop: as
@@ -114,10 +129,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @MainActor (Value) throws -> Other
     ) -> Future<Other> {
-        map(on: mainActor.scheduler, file: file, line: line) { value in
-            let transfer = SameThreadTransfer(value)
-            return try runAsMainActor { SameThreadTransfer(try transform(transfer.value)) }.value
-        }
+        map(on: mainActor.scheduler, file: file, line: line, mainActor.callback(transform))
     }
 
     /// A future that completes like the future main-actor `transform` returns for the value, on the
@@ -129,10 +141,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @MainActor (Value) throws -> Future<Other>
     ) -> Future<Other> {
-        flatMap(on: mainActor.scheduler, file: file, line: line) { value in
-            let transfer = SameThreadTransfer(value)
-            return try runAsMainActor { try transform(transfer.value) }
-        }
+        flatMap(on: mainActor.scheduler, file: file, line: line, mainActor.callback(transform))
     }
 }
 
@@ -143,10 +152,7 @@ extension SignalProvider {
     /// - Returns: a disposable that stops listening; keep it, since letting go of it stops listening too.
     @inlinable
     public func onValue(on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Value) -> Void) -> Disposable {
-        onValue(on: mainActor.scheduler) { value in
-            let transfer = SameThreadTransfer(value)
-            runAsMainActor { callback(transfer.value) }
-        }
+        onValue(on: mainActor.scheduler, mainActor.callback(callback))
     }
 }
 
@@ -160,9 +166,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ callback: @escaping @MainActor (Error?) -> Void
     ) -> Future<Value> {
-        onErrorOrCancel(on: mainActor.scheduler, file: file, line: line) { error in
-            runAsMainActor { callback(error) }
-        }
+        onErrorOrCancel(on: mainActor.scheduler, file: file, line: line, mainActor.callback(callback))
     }
 
     /// A future with main-actor `transform` applied to the result, on the main loop: as
@@ -173,10 +177,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @MainActor (Result<Value>) throws -> Other
     ) -> Future<Other> {
-        mapResult(on: mainActor.scheduler, file: file, line: line) { result in
-            let transfer = SameThreadTransfer(result)
-            return try runAsMainActor { SameThreadTransfer(try transform(transfer.value)) }.value
-        }
+        mapResult(on: mainActor.scheduler, file: file, line: line, mainActor.callback(transform))
     }
 
     /// A future that completes like the future main-actor `transform` returns for the result, on the
@@ -188,10 +189,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @MainActor (Result<Value>) throws -> Future<Other>
     ) -> Future<Other> {
-        flatMapResult(on: mainActor.scheduler, file: file, line: line) { result in
-            let transfer = SameThreadTransfer(result)
-            return try runAsMainActor { try transform(transfer.value) }
-        }
+        flatMapResult(on: mainActor.scheduler, file: file, line: line, mainActor.callback(transform))
     }
 
     /// A future that replaces a failure with the value main-actor `transform` returns for the error, on
@@ -203,9 +201,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @MainActor (Error) throws -> Value
     ) -> Future<Value> {
-        mapError(on: mainActor.scheduler, file: file, line: line) { error in
-            try runAsMainActor { SameThreadTransfer(try transform(error)) }.value
-        }
+        mapError(on: mainActor.scheduler, file: file, line: line, mainActor.callback(transform))
     }
 
     /// A future that replaces a failure with the future main-actor `transform` returns for the error, on
@@ -217,9 +213,7 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         _ transform: @escaping @MainActor (Error) throws -> Future<Value>
     ) -> Future<Value> {
-        flatMapError(on: mainActor.scheduler, file: file, line: line) { error in
-            try runAsMainActor { try transform(error) }
-        }
+        flatMapError(on: mainActor.scheduler, file: file, line: line, mainActor.callback(transform))
     }
 
     /// A future that runs this future's operation again when it fails, asking main-actor `predicate`
@@ -242,10 +236,7 @@ extension Future {
     ) -> Future<Value> {
         onErrorRepeat(
             on: mainActor.scheduler, delayBetweenRepetitions: delayBetweenRepetitions,
-            maxRepetitions: maxRepetitions, file: file, line: line
-        ) { error in
-            runAsMainActor { predicate(error) }
-        }
+            maxRepetitions: maxRepetitions, file: file, line: line, when: mainActor.callback(predicate))
     }
 
     /// A future that runs this future's operation again when it fails, waiting
@@ -267,13 +258,9 @@ extension Future {
         when predicate: @escaping @MainActor (Error) -> Bool = { _ in true },
         onRetry: (@MainActor (RetryAttempt) -> Void)?
     ) -> Future<Value> {
-        var mainActorRetry: (@Sendable (RetryAttempt) -> Void)? = nil
-        if let onRetry {
-            mainActorRetry = { attempt in runAsMainActor { onRetry(attempt) } }
-        }
-        return onErrorRepeat(
+        onErrorRepeat(
             on: mainActor.scheduler, maxRepetitions: maxRepetitions, delayBeforeRepetition: delayBeforeRepetition,
-            file: file, line: line, when: { error in runAsMainActor { predicate(error) } }, onRetry: mainActorRetry)
+            file: file, line: line, when: mainActor.callback(predicate), onRetry: onRetry.map(mainActor.callback))
     }
 }
 
@@ -286,10 +273,7 @@ extension SignalProvider {
     public func onEventType(
         on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (EventType<Value>) -> Void
     ) -> Disposable {
-        onEventType(on: mainActor.scheduler) { eventType in
-            let transfer = SameThreadTransfer(eventType)
-            runAsMainActor { callback(transfer.value) }
-        }
+        onEventType(on: mainActor.scheduler, mainActor.callback(callback))
     }
 
     /// Runs main-actor `callback` with the first value, then stops listening, on the main loop: as
@@ -300,10 +284,7 @@ extension SignalProvider {
     public func onFirstValue(
         on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Value) -> Void
     ) -> Disposable {
-        onFirstValue(on: mainActor.scheduler) { value in
-            let transfer = SameThreadTransfer(value)
-            runAsMainActor { callback(transfer.value) }
-        }
+        onFirstValue(on: mainActor.scheduler, mainActor.callback(callback))
     }
 }
 
@@ -316,17 +297,14 @@ extension SignalProvider where Kind == Finite {
     public func onEvent(
         on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Event<Value>) -> Void
     ) -> Disposable {
-        onEvent(on: mainActor.scheduler) { event in
-            let transfer = SameThreadTransfer(event)
-            runAsMainActor { callback(transfer.value) }
-        }
+        onEvent(on: mainActor.scheduler, mainActor.callback(callback))
     }
 
     /// Runs main-actor `callback` once the signal ends (with or without an error), on the main loop: as
     /// `onEnd(on: .main)`, for code that updates main-actor state (see ``MainActorScheduler``).
     @inlinable
     public func onEnd(on mainActor: MainActorScheduler, _ callback: @escaping @MainActor () -> Void) -> Disposable {
-        onEnd(on: mainActor.scheduler) { runAsMainActor(callback) }
+        onEnd(on: mainActor.scheduler, mainActor.callback(callback))
     }
 
     /// Runs main-actor `callback` with the error if the signal ends with one, on the main loop: as
@@ -335,7 +313,7 @@ extension SignalProvider where Kind == Finite {
     public func onError(
         on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Error) -> Void
     ) -> Disposable {
-        onError(on: mainActor.scheduler) { error in runAsMainActor { callback(error) } }
+        onError(on: mainActor.scheduler, mainActor.callback(callback))
     }
 }
 
@@ -389,8 +367,10 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         onResult operation: @escaping @MainActor (@escaping @Sendable (Result<Value>) -> Void) throws -> Disposable
     ) {
+        // Not through `MainActorScheduler.callback`: the compiler cannot yet lower a parameter pack whose
+        // element is the completion closure.
         self.init(on: mainActor.scheduler, file: file, line: line) { completion in
-            try runAsMainActor { SameThreadTransfer(try operation(completion)) }.value
+            try MainActor.assumeIsolated { SameThreadTransfer(try operation(completion)) }.value
         }
     }
 
@@ -404,8 +384,6 @@ extension Future {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         immediate work: @escaping @MainActor () throws -> Value
     ) {
-        self.init(on: mainActor.scheduler, file: file, line: line) { () throws -> Value in
-            try runAsMainActor { SameThreadTransfer(try work()) }.value
-        }
+        self.init(on: mainActor.scheduler, file: file, line: line, immediate: mainActor.callback(work))
     }
 }

@@ -1,5 +1,6 @@
 // The `.mainActor` forms of the signal transforms, of `performWhile` and of `Scheduler.async`: each
-// runs its callback on the main loop, as `on: .main` does, with a `@MainActor` type, so that Swift 6
+// runs its callback on the main loop, as `on: .main` does, with a `@MainActor` type (through
+// `MainActorScheduler.callback`), so that Swift 6
 // code can update main-actor state from it (see `MainActorScheduler`). They take `on:` with no default,
 // so calls written without it, or with a `Scheduler`, keep choosing the existing forms.
 
@@ -19,10 +20,7 @@ extension SignalProvider {
     public func map<Output>(
         on mainActor: MainActorScheduler, _ transform: @escaping @MainActor (Value) -> Output
     ) -> CoreSignal<Kind.DropWrite, Output> {
-        map(on: mainActor.scheduler) { value in
-            let transfer = SameThreadTransfer(value)
-            return runAsMainActor { SameThreadTransfer(transform(transfer.value)) }.value
-        }
+        map(on: mainActor.scheduler, mainActor.callback(transform))
     }
 
     /// The values main-actor `transform` maps to something other than `nil`, run on the main loop: as
@@ -36,10 +34,7 @@ extension SignalProvider {
     public func compactMap<Output>(
         on mainActor: MainActorScheduler, _ transform: @escaping @MainActor (Value) -> Output?
     ) -> CoreSignal<Kind.DropReadWrite, Output> {
-        compactMap(on: mainActor.scheduler) { value in
-            let transfer = SameThreadTransfer(value)
-            return runAsMainActor { SameThreadTransfer(transform(transfer.value)) }.value
-        }
+        compactMap(on: mainActor.scheduler, mainActor.callback(transform))
     }
 
     /// The values main-actor `predicate` accepts, run on the main loop: as `filter(on: .main)`, for a
@@ -52,10 +47,7 @@ extension SignalProvider {
     public func filter(
         on mainActor: MainActorScheduler, predicate: @escaping @MainActor (Value) -> Bool
     ) -> CoreSignal<Kind.DropReadWrite, Value> {
-        filter(on: mainActor.scheduler) { value in
-            let transfer = SameThreadTransfer(value)
-            return runAsMainActor { predicate(transfer.value) }
-        }
+        filter(on: mainActor.scheduler, predicate: mainActor.callback(predicate))
     }
 
     /// Runs main-actor `callback` with each value as it passes, on the main loop: as
@@ -69,10 +61,139 @@ extension SignalProvider {
     public func atValue(
         on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Value) -> Void
     ) -> CoreSignal<Kind, Value> {
-        atValue(on: mainActor.scheduler) { value in
-            let transfer = SameThreadTransfer(value)
-            runAsMainActor { callback(transfer.value) }
-        }
+        atValue(on: mainActor.scheduler, mainActor.callback(callback))
+    }
+}
+
+extension SignalProvider {
+    /// The running result of main-actor `combine`, starting from `initial`, run on the main loop: as
+    /// `reduce(on: .main, _:combine:)`, for a combine that reads main-actor state (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let total = amounts.reduce(on: .mainActor, 0) { sum, amount in sum + amount * exchangeRate }
+    /// ```
+    @inlinable
+    public func reduce<Output>(
+        on mainActor: MainActorScheduler, _ initial: Output, combine: @escaping @MainActor (Output, Value) -> Output
+    ) -> CoreSignal<Kind.PotentiallyRead, Output> {
+        reduce(on: mainActor.scheduler, initial, combine: mainActor.callback(combine))
+    }
+
+    /// Whether any value so far satisfied main-actor `predicate`, run on the main loop: as
+    /// `contains(on: .main, where:)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let sawBlocked = users.contains(on: .mainActor) { user in blockList.contains(user) }
+    /// ```
+    @inlinable
+    public func contains(
+        on mainActor: MainActorScheduler, where predicate: @escaping @MainActor (Value) -> Bool
+    ) -> CoreSignal<Kind.PotentiallyRead, Bool> {
+        contains(on: mainActor.scheduler, where: mainActor.callback(predicate))
+    }
+
+    /// Whether every value so far satisfied main-actor `predicate`, run on the main loop: as
+    /// `allSatisfy(on: .main, where:)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let allKnown = users.allSatisfy(on: .mainActor) { user in directory[user] != nil }
+    /// ```
+    @inlinable
+    public func allSatisfy(
+        on mainActor: MainActorScheduler, where predicate: @escaping @MainActor (Value) -> Bool
+    ) -> CoreSignal<Kind.PotentiallyRead, Bool> {
+        allSatisfy(on: mainActor.scheduler, where: mainActor.callback(predicate))
+    }
+
+    /// The values from the first main-actor `predicate` accepts on, run on the main loop: as
+    /// `skip(on: .main, until:)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let afterLogin = events.skip(on: .mainActor) { _ in session.isLoggedIn }
+    /// ```
+    @inlinable
+    public func skip(
+        on mainActor: MainActorScheduler, until predicate: @escaping @MainActor (Value) -> Bool
+    ) -> CoreSignal<Kind.DropReadWrite, Value> {
+        skip(on: mainActor.scheduler, until: mainActor.callback(predicate))
+    }
+
+    /// The values that main-actor `isSame` finds different from the one before, run on the main loop:
+    /// as `distinct(on: .main, _:)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let changes = readings.distinct(on: .mainActor) { old, new in abs(old - new) < tolerance }
+    /// ```
+    @inlinable
+    public func distinct(
+        on mainActor: MainActorScheduler, _ isSame: @escaping @MainActor (Value, Value) -> Bool
+    ) -> CoreSignal<Kind, Value> {
+        distinct(on: mainActor.scheduler, mainActor.callback(isSame))
+    }
+
+    /// Each value delayed by the seconds main-actor `delay` returns for it (`nil`: not delayed), run
+    /// on the main loop, whose timers time the waits: as `delay(on: .main, by:)` (see
+    /// ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let paced = messages.delay(on: .mainActor) { message in message.isUrgent ? nil : settings.pause }
+    /// ```
+    @inlinable
+    public func delay(
+        on mainActor: MainActorScheduler, by delay: @escaping @MainActor (Value) -> Double?
+    ) -> CoreSignal<Kind, Value> {
+        self.delay(on: mainActor.scheduler, by: mainActor.callback(delay))
+    }
+
+    /// Runs main-actor `callback` with each value, disposing what the previous call returned first, on
+    /// the main loop: as `onValueDisposePrevious(on: .main)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// bag += selectedUser.onValueDisposePrevious(on: .mainActor) { user in
+    ///     user.avatarSignal.onValue(on: .mainActor) { avatar in shownAvatar = avatar }
+    /// }
+    /// ```
+    ///
+    /// - Returns: a disposable that stops listening and disposes what the last call returned.
+    @inlinable
+    public func onValueDisposePrevious(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Value) -> Disposable?
+    ) -> Disposable {
+        onValueDisposePrevious(on: mainActor.scheduler, mainActor.callback(callback))
+    }
+}
+
+extension SignalProvider where Kind == Finite {
+    /// Runs main-actor `callback` with each event as it passes, on the main loop: as
+    /// `atEvent(on: .main)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// var received = 0   // main-actor state
+    /// let counted = lines.atEvent(on: .mainActor) { event in if event.value != nil { received += 1 } }
+    /// ```
+    @inlinable
+    public func atEvent(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Event<Value>) -> Void
+    ) -> FiniteSignal<Value> {
+        atEvent(on: mainActor.scheduler, mainActor.callback(callback))
+    }
+
+    /// Runs main-actor `callback` when the signal ends, as the end passes, on the main loop: as
+    /// `atEnd(on: .main)` (see ``MainActorScheduler``).
+    @inlinable
+    public func atEnd(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor () -> Void
+    ) -> FiniteSignal<Value> {
+        atEnd(on: mainActor.scheduler, mainActor.callback(callback))
+    }
+
+    /// Runs main-actor `callback` with the error when the signal ends with one, as the end passes, on
+    /// the main loop: as `atError(on: .main)` (see ``MainActorScheduler``).
+    @inlinable
+    public func atError(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Error) -> Void
+    ) -> FiniteSignal<Value> {
+        atError(on: mainActor.scheduler, mainActor.callback(callback))
     }
 }
 
@@ -99,9 +220,7 @@ extension Future {
         on mainActor: MainActorScheduler, delayBy delay: Double? = nil,
         _ work: @escaping @MainActor () -> Disposable
     ) -> Future<Value> {
-        performWhile(on: mainActor.scheduler, delayBy: delay) {
-            runAsMainActor { SameThreadTransfer(work()) }.value
-        }
+        performWhile(on: mainActor.scheduler, delayBy: delay, mainActor.callback(work))
     }
 }
 
@@ -115,9 +234,7 @@ extension MainActorScheduler {
     /// MainActorScheduler.mainActor.async { status = "ready" }
     /// ```
     public func async(execute work: @escaping @MainActor () -> Void) {
-        scheduler.async {
-            runAsMainActor { work() }
-        }
+        scheduler.async(execute: callback(work))
     }
 
     /// Runs main-actor `work` on the main loop once `delay` seconds have passed, unless the returned
@@ -130,8 +247,6 @@ extension MainActorScheduler {
     /// ```
     @discardableResult
     public func async(after delay: Double, execute work: @escaping @MainActor () -> Void) -> Disposable {
-        scheduler.async(after: delay) {
-            runAsMainActor { work() }
-        }
+        scheduler.async(after: delay, execute: callback(work))
     }
 }

@@ -544,7 +544,7 @@ extension SignalProvider where Kind == ReadWrite, Value == Bool {
 }
 
 extension SignalProvider where Value: Equatable {
-    /// The values that differ from the one before (see ``distinct(on:_:)``).
+    /// The values that differ from the one before (see ``distinct(on:_:)-(Scheduler,_)``).
     public func distinct(on scheduler: Scheduler = .current) -> CoreSignal<Kind, Value> {
         distinct(on: scheduler, ==)
     }

@@ -80,16 +80,19 @@ extension StreamConnection {
     /// consumer, and the bytes the splitter holds after the frame stay claimable by the connection
     /// for whoever reads next (see `claimHeldBytes(except:)`).
     ///
+    /// With an `idleTimeout`, each read of a chunk that waits more than that many seconds fails the step
+    /// with ``StreamTimeoutError/idle(seconds:)``, and the bytes the splitter holds stay claimable too.
+    ///
     /// The step waits on `isolation` (the consumer's actor), so that a `@MainActor` loop does not change
     /// executors for each frame; a main-actor consumer's wait holds the main loop, whose work resumes it.
     func nextFrame<Core: FrameSplitter>(
-        cutBy splitter: SharedSplitter<Core>, isolation: isolated (any Actor)?
+        cutBy splitter: SharedSplitter<Core>, idleTimeout: Double? = nil, isolation: isolated (any Actor)?
     ) async throws -> Core.Frame? {
         let isMainActorWait = EventLoop.beginMainActorWait(isolation)
         defer { EventLoop.endMainActorWait(isMainActorWait) }
         return try await withCheckedThrowingContinuation(isolation: isolation) { continuation in
             onLoop { [self] in
-                loopNextFrame(splitter) { continuation.resume(with: $0) }
+                loopNextFrame(splitter, idleTimeout: idleTimeout) { continuation.resume(with: $0) }
             }
         }
     }
@@ -97,7 +100,8 @@ extension StreamConnection {
     /// `nextFrame(cutBy:)` in the loop's context: first from the bytes given back or held by another
     /// reader, then from chunk after chunk until a frame is complete.
     private func loopNextFrame<Core: FrameSplitter>(
-        _ splitter: SharedSplitter<Core>, _ done: @escaping @Sendable (Swift.Result<Core.Frame?, Error>) -> Void
+        _ splitter: SharedSplitter<Core>, idleTimeout: Double?,
+        _ done: @escaping @Sendable (Swift.Result<Core.Frame?, Error>) -> Void
     ) {
         claimHeldBytes(except: splitter)
         if case .futures(let reads) = readMode, reads.unread.count > 0 {
@@ -113,20 +117,23 @@ extension StreamConnection {
                 return
             }
         }
-        readChunk(into: splitter, done)
+        readChunk(into: splitter, idleTimeout: idleTimeout, done)
     }
 
     private func readChunk<Core: FrameSplitter>(
-        into splitter: SharedSplitter<Core>, _ done: @escaping @Sendable (Swift.Result<Core.Frame?, Error>) -> Void
+        into splitter: SharedSplitter<Core>, idleTimeout: Double?,
+        _ done: @escaping @Sendable (Swift.Result<Core.Frame?, Error>) -> Void
     ) {
+        let chunk = idleTimeout.map { read(timeout: $0, claimingHeldBytesExcept: splitter) }
+            ?? read(claimingHeldBytesExcept: splitter)
         // Completed in the loop's context.
-        read(claimingHeldBytesExcept: splitter).onResult(on: .none) { [self] result in
+        chunk.onResult(on: .none) { [self] result in
             do {
                 switch result {
                 case .success(let chunk?):
                     splitter.append(chunk)
                     guard let frame = try splitter.next() else {
-                        readChunk(into: splitter, done)
+                        readChunk(into: splitter, idleTimeout: idleTimeout, done)
                         return
                     }
                     holdBytes(of: splitter)
@@ -134,6 +141,9 @@ extension StreamConnection {
                 case .success(nil):
                     done(.success(try splitter.finish()))
                 case .failure(let error):
+                    // The connection may stay open (after an idle timeout, say): a reader that takes
+                    // over gets the bytes of the frame this one had begun.
+                    holdBytes(of: splitter)
                     done(.failure(error))
                 }
             } catch {

@@ -84,18 +84,21 @@ public struct StreamLines: AsyncSequence, Sendable {
 
 /// The step both framed sequences take: a frame from the bytes the sequence holds (without leaving
 /// the consumer's thread), or one cut on the connection's loop from the bytes given back and from new
-/// chunks (see `StreamConnection.nextFrame(cutBy:isolation:)`), waited for on `isolation`, the
-/// consumer's actor.
+/// chunks (see `StreamConnection.nextFrame(cutBy:idleTimeout:isolation:)`), waited for on `isolation`,
+/// the consumer's actor. The timed sequences pass their `idleTimeout`.
 func nextFrame<Core: FrameSplitter>(
     connection: StreamConnection, splitter: inout SharedSplitter<Core>, isFinished: inout Bool,
-    isolation: isolated (any Actor)?
+    idleTimeout: Double? = nil, isolation: isolated (any Actor)?
 ) async throws -> Core.Frame? {
     guard !isFinished else { return nil }
     do {
         // The connection may have claimed these bytes for another reader meanwhile: then there is no
         // frame here, and the loop hands them back first.
         if let frame = try splitter.next() { return frame }
-        guard let frame = try await connection.nextFrame(cutBy: splitter, isolation: isolation) else {
+        guard
+            let frame = try await connection.nextFrame(
+                cutBy: splitter, idleTimeout: idleTimeout, isolation: isolation)
+        else {
             isFinished = true
             return nil
         }

@@ -21,6 +21,19 @@ public final class PipeListener: Sendable {
 
     /// The listening handle, its accepting and closing, and the connections accepted.
     private let core: StreamListenerCore
+    private let connectionDefaults = ConnectionDefaults()
+
+    /// The ``StreamConnection/idleTimeout`` each connection accepted from now on starts with: seconds it
+    /// may go without reading or writing a byte before it is closed; `nil` (the default) sets none. A
+    /// connection's own setting changes it for that connection. Callable from any thread.
+    ///
+    /// ```swift
+    /// listener.connectionIdleTimeout = 30
+    /// ```
+    public var connectionIdleTimeout: Double? {
+        get { connectionDefaults.connectionIdleTimeout }
+        set { connectionDefaults.connectionIdleTimeout = newValue }
+    }
     /// How many times accepting an incoming connection failed, as libuv reports it (running out of file
     /// descriptors, above all); reported through `FlowDiagnostics` as ``TCPListener``'s are. Callable
     /// from any thread (read on the loop).
@@ -95,10 +108,14 @@ public final class PipeListener: Sendable {
                  onAccept: @escaping (PipeConnection) -> Void) {
         self.loop = loop
         self.path = path
+        let defaults = connectionDefaults
         core = StreamListenerCore(loop: loop, handle: handle, placeKey: "path", place: path) { core in
             core.accept(
                 making: { () throws(EventLoopError) in try PipeConnection(loop: loop, readBuffer: core.readBuffer) },
-                prepare: { connection in connection.nameResource("Unix-socket connection accepted on \(path)") },
+                prepare: { connection in
+                    connection.nameResource("Unix-socket connection accepted on \(path)")
+                    defaults.prepare(connection)
+                },
                 onAccept: onAccept)
         }
     }

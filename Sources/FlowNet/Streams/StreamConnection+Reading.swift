@@ -113,7 +113,7 @@ extension StreamConnection {
             case .handler:
                 misuseFailure("\(type(of: self)).read(): the connection is already read with onRead(_:)")
             case .closed:
-                pending.fail(EventLoopError.cancelledByClose)
+                pending.fail(closeReason ?? EventLoopError.cancelledByClose)
                 return
             case .none:
                 readMode = .futures(FutureReads())
@@ -176,6 +176,7 @@ extension StreamConnection {
 
     private func didRead(_ count: Int) {
         if count > 0 {
+            if idleTimeoutState != nil { noteActivity() }
             deliver(.bytes(UnsafeRawBufferPointer(start: readBuffer.base, count: count)))
         } else if count == Int(UV_EOF.rawValue) {
             hasReachedEnd = true

@@ -29,10 +29,15 @@ extension StreamConnection {
     /// - Parameter timeout: seconds to wait; must be finite and not negative.
     public func read(timeout: Double) -> Future<[UInt8]?> {
         Self.validateTimeout(timeout, "read(timeout:)")
+        return read(timeout: timeout, claimingHeldBytesExcept: nil)
+    }
+
+    /// ``read(timeout:)`` for `reader`, a framed sequence reading on, as `read(claimingHeldBytesExcept:)`.
+    func read(timeout: Double, claimingHeldBytesExcept reader: HeldBytes?) -> Future<[UInt8]?> {
         let result = PendingResult<[UInt8]?>()
         // Observing the read through a future of its own: cancelling that future at the deadline
         // leaves the read with no observer, which cancels it and takes it off the waiting reads.
-        let observed = read().onResult(on: .none) { read in result.complete(read) }
+        let observed = read(claimingHeldBytesExcept: reader).onResult(on: .none) { read in result.complete(read) }
         let deadline = loop.scheduler.async(after: timeout) {
             guard !result.isCompleted else { return }
             result.fail(StreamTimeoutError.idle(seconds: timeout))
@@ -54,6 +59,10 @@ extension StreamConnection {
     /// The connection's lines as ``lines(maximumLength:)`` reads them, with an idle timeout: a step
     /// that waits more than `idleTimeout` seconds for bytes ends the sequence with
     /// ``StreamTimeoutError/idle(seconds:)``. The time a consumer spends on a line does not count.
+    ///
+    /// Like the untimed sequences, it reads no further ahead than the chunk its line is in: a reader
+    /// that takes over after it (`lines()`, ``read()``, another timed sequence) gets the bytes after
+    /// the last line it handed out, even after the timeout.
     ///
     /// ```swift
     /// do {
@@ -114,28 +123,6 @@ extension StreamConnection {
     }
 }
 
-/// The timed step of the framed sequences: a frame from the bytes at hand, or another chunk within
-/// `idleTimeout` seconds, read on `isolation`, the consumer's actor.
-func nextFrame<Splitter: FrameSplitter>(
-    connection: StreamConnection, splitter: inout Splitter, isFinished: inout Bool, idleTimeout: Double,
-    isolation: isolated (any Actor)?
-) async throws -> Splitter.Frame? {
-    guard !isFinished else { return nil }
-    do {
-        while true {
-            if let frame = try splitter.next() { return frame }
-            guard let chunk = try await connection.nextChunk(timeout: idleTimeout, isolation: isolation) else {
-                isFinished = true
-                return try splitter.finish()
-            }
-            splitter.append(chunk)
-        }
-    } catch {
-        isFinished = true
-        throw error
-    }
-}
-
 /// The lines of a ``StreamConnection`` with an idle timeout; see
 /// ``StreamConnection/lines(maximumLength:idleTimeout:)``.
 public struct TimedStreamLines: AsyncSequence, Sendable {
@@ -149,13 +136,14 @@ public struct TimedStreamLines: AsyncSequence, Sendable {
     /// Makes the iterator.
     public func makeAsyncIterator() -> Iterator {
         Iterator(
-            connection: connection, splitter: LineSplitter(maximumLength: maximumLength), idleTimeout: idleTimeout)
+            connection: connection, splitter: SharedSplitter(LineSplitter(maximumLength: maximumLength)),
+            idleTimeout: idleTimeout)
     }
 
     /// Reads line after line, each wait for bytes bounded by the idle timeout.
     public struct Iterator: AsyncIteratorProtocol {
         let connection: StreamConnection
-        var splitter: LineSplitter
+        var splitter: SharedSplitter<LineSplitter>
         let idleTimeout: Double
         var isFinished = false
 
@@ -191,14 +179,14 @@ public struct TimedStreamFrames: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> Iterator {
         Iterator(
             connection: connection,
-            splitter: LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength),
+            splitter: SharedSplitter(LengthPrefixedSplitter(lengthPrefix: lengthPrefix, maximumLength: maximumLength)),
             idleTimeout: idleTimeout)
     }
 
     /// Reads frame after frame, each wait for bytes bounded by the idle timeout.
     public struct Iterator: AsyncIteratorProtocol {
         let connection: StreamConnection
-        var splitter: LengthPrefixedSplitter
+        var splitter: SharedSplitter<LengthPrefixedSplitter>
         let idleTimeout: Double
         var isFinished = false
 

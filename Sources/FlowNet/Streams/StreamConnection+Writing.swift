@@ -111,6 +111,7 @@ extension StreamConnection {
         let completion = write.completion
         write.reset()
         if status != 0, writeFailure == nil { writeFailure = EventLoop.error(status) }
+        if status == 0, idleTimeoutState != nil { noteActivity() }
         // Requests are reused while the connection is open; once it closes they go with it.
         if closing.isOpen, spareWriteRequests.count < 8 {
             spareWriteRequests.append(write)

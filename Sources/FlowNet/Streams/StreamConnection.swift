@@ -65,6 +65,13 @@ public class StreamConnection: @unchecked Sendable {
     }
     var loopWriteBufferLimit = 256 * 1024
 
+    // The connection-wide idle timeout (see StreamConnection+IdleTimeout.swift).
+    var idleTimeoutState: IdleTimeoutState?
+    /// Why the connection closed, when the library closed it: what reads fail with afterwards.
+    var closeReason: Error?
+    /// What ``EventLoop/activeResources()`` lists the connection as, before its idle timeout.
+    var resourceSummary: String
+
     /// Takes ownership of `handle`, which `initialize` sets up on `loop` (`uv_tcp_init`, `uv_pipe_init`):
     /// on failure the memory is freed at once, since nothing was registered with libuv.
     package init<Handle>(
@@ -82,15 +89,23 @@ public class StreamConnection: @unchecked Sendable {
             typed.deallocate()
             throw EventLoop.error(status)
         }
-        handle.pointee.data = Owner.retain(self)
         // Named more precisely once connected or accepted (``nameResource(_:)``).
-        let summary = Handle.self == uv_tcp_t.self ? "TCP connection" : Handle.self == uv_tty_t.self ? "terminal" : "pipe connection"
-        loop.nameHandle(handle, kind: .connection, summary: summary, creationSite: nil)
+        resourceSummary = Handle.self == uv_tcp_t.self ? "TCP connection" : Handle.self == uv_tty_t.self ? "terminal" : "pipe connection"
+        handle.pointee.data = Owner.retain(self)
+        loop.nameHandle(handle, kind: .connection, summary: resourceSummary, creationSite: nil)
     }
 
     /// Names the connection in ``EventLoop/activeResources()``: `TCP connection to 127.0.0.1:5000`.
     package func nameResource(_ summary: String) {
-        loop.nameHandle(handle, kind: .connection, summary: summary, creationSite: nil)
+        resourceSummary = summary
+        listResource()
+    }
+
+    /// Lists the connection in ``EventLoop/activeResources()`` by its summary, with its idle timeout if it
+    /// has one. Loop context only.
+    func listResource() {
+        let idleTimeout = idleTimeoutState.map { ", idle timeout \($0.seconds) s" } ?? ""
+        loop.nameHandle(handle, kind: .connection, summary: resourceSummary + idleTimeout, creationSite: nil)
     }
 
     /// Whether the connection is open (not closing or closed). Callable from any thread.
@@ -122,7 +137,8 @@ public class StreamConnection: @unchecked Sendable {
     /// The close callback: libuv is done with the handle, and has already failed its pending writes.
     private func didClose() {
         UnsafeMutableRawPointer(handle).deallocate()
-        let error = EventLoopError.cancelledByClose
+        disposeIdleTimer()
+        let error = closeReason ?? EventLoopError.cancelledByClose
         // Handlers may capture this connection: dropping them here breaks that cycle.
         let pendingReads = readMode.takeWaitingReaders()
         readMode = .closed

@@ -226,12 +226,13 @@ extension PipeListener {
 
 extension StreamConnection {
     /// Writes `bytes` and waits until libuv has handed them to the kernel, from async code: as
-    /// `try await write(bytes).get()`. Throws the write's error, such as `EPIPE: broken pipe`.
+    /// `try await write(bytes).get()`. Throws the write's error, such as `EPIPE: broken pipe`. It waits
+    /// on the caller's executor: a main-actor caller's wait holds the main loop, as `Future.get()`'s does.
     ///
     /// ```swift
     /// try await connection.writeAsync([0x68, 0x69])
     /// ```
-    public func writeAsync(_ bytes: [UInt8]) async throws {
+    public nonisolated(nonsending) func writeAsync(_ bytes: [UInt8]) async throws {
         try await write(bytes).get()
     }
 
@@ -241,7 +242,7 @@ extension StreamConnection {
     /// ```swift
     /// try await connection.writeAsync("hello\r\n")
     /// ```
-    public func writeAsync(_ text: String) async throws {
+    public nonisolated(nonsending) func writeAsync(_ text: String) async throws {
         try await write(text).get()
     }
 }

@@ -19,12 +19,10 @@ extension TCPListener {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @MainActor (TCPConnection) -> Void
     ) async throws(EventLoopError) -> TCPListener {
+        // The main loop accepts, and its work is main-actor work.
         try await listenAsync(
-            host: host, port: port, backlog: backlog, reusePort: reusePort, on: .main, file: file, line: line
-        ) { connection in
-            // The main loop accepts, and its work is main-actor work.
-            MainActor.assumeIsolated { onAccept(connection) }
-        }
+            host: host, port: port, backlog: backlog, reusePort: reusePort, on: .main, file: file, line: line,
+            onAccept: mainActor.callback(onAccept))
     }
 
     /// Listens on `address` on the main loop like ``listenAsync(at:backlog:reusePort:on:file:line:onAccept:)``,
@@ -34,10 +32,9 @@ extension TCPListener {
         on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
         onAccept: @escaping @MainActor (TCPConnection) -> Void
     ) async throws(EventLoopError) -> TCPListener {
-        try await listenAsync(at: address, backlog: backlog, reusePort: reusePort, on: .main, file: file, line: line) {
-            connection in
-            MainActor.assumeIsolated { onAccept(connection) }
-        }
+        try await listenAsync(
+            at: address, backlog: backlog, reusePort: reusePort, on: .main, file: file, line: line,
+            onAccept: mainActor.callback(onAccept))
     }
 }
 
@@ -54,9 +51,7 @@ extension PipeListener {
         path: String, backlog: Int32 = 511, on mainActor: MainActorScheduler,
         onAccept: @escaping @MainActor (PipeConnection) -> Void
     ) async throws(EventLoopError) -> PipeListener {
-        try await listenAsync(path: path, backlog: backlog, on: .main) { connection in
-            MainActor.assumeIsolated { onAccept(connection) }
-        }
+        try await listenAsync(path: path, backlog: backlog, on: .main, onAccept: mainActor.callback(onAccept))
     }
 }
 
@@ -80,11 +75,10 @@ extension TCPListenerGroup {
         host: String = "127.0.0.1", port: Int, backlog: Int32 = 511, loops: [EventLoop],
         on mainActor: MainActorScheduler, onAccept: @escaping @MainActor (TCPConnection) -> Void
     ) async throws(EventLoopError) -> TCPListenerGroup {
-        try await listenAsync(host: host, port: port, backlog: backlog, loops: loops) { connection in
-            mainActor.scheduler.async {
-                // The main loop runs this, and its work is main-actor work.
-                MainActor.assumeIsolated { onAccept(connection) }
-            }
+        let mainActorAccept = mainActor.callback(onAccept)
+        return try await listenAsync(host: host, port: port, backlog: backlog, loops: loops) { connection in
+            // The main loop runs this, and its work is main-actor work.
+            mainActor.scheduler.async { mainActorAccept(connection) }
         }
     }
 }

@@ -32,6 +32,19 @@ public final class TCPListener: Sendable {
 
     /// The listening handle, its accepting and closing, and the connections accepted.
     private let core: StreamListenerCore
+    private let connectionDefaults = ConnectionDefaults()
+
+    /// The ``StreamConnection/idleTimeout`` each connection accepted from now on starts with: seconds it
+    /// may go without reading or writing a byte before it is closed; `nil` (the default) sets none. A
+    /// connection's own setting changes it for that connection. Callable from any thread.
+    ///
+    /// ```swift
+    /// listener.connectionIdleTimeout = 30
+    /// ```
+    public var connectionIdleTimeout: Double? {
+        get { connectionDefaults.connectionIdleTimeout }
+        set { connectionDefaults.connectionIdleTimeout = newValue }
+    }
     /// How many times accepting an incoming connection failed, as libuv reports it (running out of
     /// file descriptors, above all). Callable from any thread (read on the loop).
     ///
@@ -214,6 +227,7 @@ public final class TCPListener: Sendable {
                  onAccept: @escaping (TCPConnection) -> Void) {
         self.loop = loop
         self.localAddress = localAddress
+        let defaults = connectionDefaults
         core = StreamListenerCore(loop: loop, handle: handle, placeKey: "address", place: "\(localAddress)") { core in
             core.accept(
                 making: { () throws(EventLoopError) in try TCPConnection(loop: loop, readBuffer: core.readBuffer) },
@@ -221,6 +235,7 @@ public final class TCPListener: Sendable {
                     connection.setNoDelay(true)
                     let peer = connection.remoteAddress.map { "\($0)" } ?? "an unknown peer"
                     connection.nameResource("TCP connection from \(peer) (accepted on \(localAddress))")
+                    defaults.prepare(connection)
                 },
                 onAccept: onAccept)
         }

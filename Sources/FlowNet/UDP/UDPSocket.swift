@@ -313,7 +313,10 @@ public final class UDPSocket: @unchecked Sendable {
     /// ```swift
     /// for await datagram in socket.datagrams { print(datagram.sender) }
     /// ```
-    public var datagrams: AsyncStream<Datagram> {
+    ///
+    /// A `@MainActor` consumer's wait holds the main loop (see ``UDPDatagrams``), so that
+    /// `EventLoop.run()` returns only after the code after its loop has run.
+    public var datagrams: UDPDatagrams {
         let (stream, isLive) = datagramStreams.makeStream(bufferingNewest: 1024)
         if isLive {
             loop.inContext("UDPSocket.datagrams") { [self] in
@@ -321,7 +324,7 @@ public final class UDPSocket: @unchecked Sendable {
                 startReceiving()
             }
         }
-        return stream
+        return UDPDatagrams(stream: stream)
     }
 
     /// The next datagram, as a future: the one-shot counterpart of ``onReceive(_:)``, as

@@ -16,9 +16,8 @@ extension PathWatcher {
         _ path: String, keepsLoopAlive: Bool = true, coalescing: Double? = nil, on mainActor: MainActorScheduler,
         handler: @escaping @MainActor (Change) -> Void
     ) async throws(EventLoopError) -> PathWatcher {
-        try await watchAsync(path, keepsLoopAlive: keepsLoopAlive, coalescing: coalescing, on: .main) { change in
-            // The main loop reports the change, and its work is main-actor work.
-            MainActor.assumeIsolated { handler(change) }
-        }
+        // The main loop reports the change, and its work is main-actor work.
+        try await watchAsync(
+            path, keepsLoopAlive: keepsLoopAlive, coalescing: coalescing, on: .main, handler: mainActor.callback(handler))
     }
 }

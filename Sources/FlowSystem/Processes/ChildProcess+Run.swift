@@ -17,23 +17,42 @@ public struct ProcessOutput: Sendable, Hashable {
 }
 
 /// Why ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:on:)`` gave up.
+///
+/// Its cases stay as they are, so that a `switch` over them written today keeps compiling: a new way for
+/// `run` to fail gets an error type of its own, as the timeout's ``ChildProcessTimeoutError`` does.
 public enum ChildProcessError: Error, Hashable, CustomStringConvertible {
     /// The process wrote more than the limit to its standard output and error together; it was killed.
     case outputLimitExceeded(limit: Int)
-    /// The process was still running at the deadline of
-    /// ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:processGroup:timeout:killSignal:on:)``;
-    /// it (its process group, when it had one of its own) was sent the kill signal.
-    case timedOut(seconds: Double)
 
     /// A sentence saying what went wrong.
     public var description: String {
         switch self {
         case .outputLimitExceeded(let limit):
             return "the process wrote more than \(limit) bytes of output; it was killed"
-        case .timedOut(let seconds):
-            return "the process was still running after \(seconds) s; it was killed"
         }
     }
+}
+
+/// The process was still running at the deadline of
+/// ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:processGroup:timeout:killSignal:on:)``;
+/// it (its process group, when it had one of its own) was sent the kill signal.
+///
+/// ```swift
+/// ChildProcess.run("/usr/bin/make", timeout: 600).onError { error in
+///     if let timeout = error as? ChildProcessTimeoutError { print("make took over \(timeout.seconds) s") }
+/// }
+/// ```
+public struct ChildProcessTimeoutError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The time the process was given, in seconds.
+    public let seconds: Double
+
+    /// Creates the error for a process given `seconds` seconds.
+    public init(seconds: Double) {
+        self.seconds = seconds
+    }
+
+    /// "the process was still running after 1.0 s; it was killed".
+    public var description: String { "the process was still running after \(seconds) s; it was killed" }
 }
 
 extension ChildProcess {
@@ -80,7 +99,7 @@ extension ChildProcess {
     /// Runs a command like ``run(_:arguments:environment:workingDirectory:input:outputLimit:on:)``, for
     /// at most `timeout` seconds: at the deadline the command's process group (by default a new one:
     /// the command and every process it started) is sent `killSignal`, its output is no longer read,
-    /// and the future fails with ``ChildProcessError/timedOut(seconds:)`` once the command has exited.
+    /// and the future fails with ``ChildProcessTimeoutError`` once the command has exited.
     ///
     /// ```swift
     /// ChildProcess.run("/bin/sh", arguments: ["-c", "sleep 3; date"], timeout: 1).onError { error in
@@ -107,7 +126,7 @@ extension ChildProcess {
     ///     caught); a command that catches a gentler signal and keeps running keeps the future pending.
     ///   - loop: the loop that runs the command and its deadline, and on which the future completes.
     /// - Returns: what the form without a timeout returns, or a failure with
-    ///   ``ChildProcessError/timedOut(seconds:)`` at the deadline. Cancelling it kills the command (its
+    ///   ``ChildProcessTimeoutError`` at the deadline. Cancelling it kills the command (its
     ///   group, when it leads one). A negative `outputLimit`, or a `timeout` that is negative or not
     ///   finite, stops the program with a message.
     public static func run(
@@ -226,7 +245,7 @@ private final class OutputCollector: @unchecked Sendable {
     /// that escaped the group and holds the pipes open cannot keep the run pending.
     func timedOut(_ seconds: Double, _ signal: ProcessSignal) {
         guard !isFinished else { return }
-        if failure == nil { failure = ChildProcessError.timedOut(seconds: seconds) }
+        if failure == nil { failure = ChildProcessTimeoutError(seconds: seconds) }
         kill(signal)
         stopReading(0)
         stopReading(1)

@@ -13,9 +13,7 @@ extension SignalWatcher {
         _ signals: [ProcessSignal], keepsLoopAlive: Bool = true, on mainActor: MainActorScheduler,
         handler: @escaping @MainActor (ProcessSignal) -> Void
     ) async throws(EventLoopError) -> SignalWatcher {
-        try await watchAsync(signals, keepsLoopAlive: keepsLoopAlive, on: .main) { signal in
-            // The main loop delivers the signal, and its work is main-actor work.
-            MainActor.assumeIsolated { handler(signal) }
-        }
+        // The main loop delivers the signal, and its work is main-actor work.
+        try await watchAsync(signals, keepsLoopAlive: keepsLoopAlive, on: .main, handler: mainActor.callback(handler))
     }
 }

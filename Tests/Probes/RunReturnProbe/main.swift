@@ -189,6 +189,24 @@ let scenarios: [String: Round] = [
         }
         try EventLoop.main.run()
     },
+    // A UDP socket's datagrams taken by a main-actor task until the socket, on another loop, closes:
+    // the task waits for the sequence's end, then cleans up after its loop.
+    "datagramsUntilSocketCloses": { round, deliveries in
+        Task { @MainActor in
+            let socket = try await UDPSocket.bindAsync(on: otherLoop)
+            let sender = try await UDPSocket.bindAsync(on: otherLoop)
+            let datagrams = socket.datagrams
+            try await sender.sendAsync(Array("one".utf8), to: socket.localAddress)
+            var received: [String] = []
+            for await datagram in datagrams {
+                received.append(String(decoding: datagram.bytes, as: UTF8.self))
+                _ = socket.close()
+            }
+            _ = sender.close()
+            if received == ["one"] { deliveries.record(round) }
+        }
+        try EventLoop.main.run()
+    },
     // The README's loop with an idle timeout: lines read until the server closes the connection.
     "timedLinesUntilServerCloses": { round, deliveries in
         let port = linesServer.port
