@@ -84,9 +84,9 @@ struct JobStoreConformanceTests {
         let subject = try Subject(factory)
         // A batch without unique keys and a job with one: stores may add them by different statements.
         let jobs = [
-            NewJob(name: "task", payload: Data("{}".utf8), timeout: .milliseconds(1_500)),
-            NewJob(name: "task", payload: Data("{}".utf8)),
-            NewJob(name: "task", payload: Data("{}".utf8), uniqueKey: "timed", timeout: .seconds(90)),
+            NewJob(name: "task", queue: "default", payload: Data("{}".utf8), maxAttempts: 3, timeout: .milliseconds(1_500)),
+            NewJob(name: "task", queue: "default", payload: Data("{}".utf8), maxAttempts: 3),
+            NewJob(name: "task", queue: "default", payload: Data("{}".utf8), maxAttempts: 3, uniqueKey: "timed", timeout: .seconds(90)),
         ]
         let enqueued = try await subject.store.enqueue(Array(jobs[0...1])).get()
             + subject.store.enqueue([jobs[2]]).get()
@@ -94,7 +94,7 @@ struct JobStoreConformanceTests {
         #expect(try await subject.record(enqueued[1].id).timeout == nil)
         #expect(try await subject.record(enqueued[2].id).timeout == .seconds(90))
         let claimed = try await subject.claim().jobs
-        #expect(Set(claimed.map(\.id)) == Set(enqueued.map(\.id)))
+        #expect(Set(claimed.map { $0.id }) == Set(enqueued.map { $0.id }))
         #expect(claimed.first { $0.id == enqueued[2].id }?.timeout == .seconds(90))
     }
 

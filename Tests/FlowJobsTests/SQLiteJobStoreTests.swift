@@ -128,7 +128,7 @@ struct SQLiteJobStoreTests {
             let other = try OtherConnection(path)
             other.run("PRAGMA user_version = 99")
         }
-        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 4)) {
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 5)) {
             _ = try SQLiteJobStore(path: path)
         }
     }

@@ -290,8 +290,13 @@ public final class PostgresJobStore: JobStore {
             case .cancelled:
                 try lifecycle.apply(.stoppedByCancellation)
             }
-            return try statements.store(
+            let stored = try statements.store(
                 lifecycle, of: record, runAt: runAt, lastError: lastError, worker: record.worker, now: now, on: session)
+            // Other processes hear of the end (their handles), of a retry to arm a timer for, and of
+            // jobs the effects enqueued.
+            if stored.state == .retryable { session.pendingNotifications.append(.enqueued(queues: [stored.queue])) }
+            try statements.notifyOtherProcesses(session)
+            return stored
         }
     }
 
