@@ -9,9 +9,10 @@ import Flow
 /// handle, whether or not the listener that made it is still referenced. A listener still open when
 /// its loop closes is closed then, the same way, so that it is released with the loop.
 final class StreamListenerCore: @unchecked Sendable {
-    // @unchecked Sendable: the handle, `acceptPending`, `failedAccepts` and `closing` are used only in
-    // the loop's context (libuv's callbacks run there; `close` and `closeGracefully` hop there, and
-    // `failedAcceptCount` reads on the loop); `accepted` is loop-only but for its count's signal.
+    // @unchecked Sendable: the handle, `acceptPending`, `loopClosingObserver`, `failedAccepts` and
+    // `closing` are used only in the loop's context (libuv's callbacks run there; `close` and
+    // `closeGracefully` hop there, and `failedAcceptCount` reads on the loop); `accepted` is loop-only
+    // but for its count's signal.
 
     let loop: EventLoop
     /// The listening handle (a `uv_tcp_t` or a `uv_pipe_t`), seen as the stream libuv's calls take.
