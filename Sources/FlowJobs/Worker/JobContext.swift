@@ -22,7 +22,9 @@ public final class JobContext: Sendable {
     /// else top-level. It is also `ServiceContext.current` while the handler is called, so spans the
     /// handler starts then are children of the attempt's.
     public let serviceContext: ServiceContext
-    private let effects = Locked<[@Sendable (any JobTransaction) throws -> Void]>([])
+    /// The completion effects added so far, until the attempt ends (`nil` from then on): an effect
+    /// often captures this context, so the context must let go of its effects for either to be freed.
+    private let effects = Locked<[@Sendable (any JobTransaction) throws -> Void]?>([])
 
     init(record: JobRecord, worker: String, serviceContext: ServiceContext = .topLevel) {
         self.record = record
@@ -41,14 +43,18 @@ public final class JobContext: Sendable {
     /// succeeds: they commit together with the completion, or not at all. When the worker has lost
     /// the job's lease, or an effect throws, nothing of them commits (the attempt then fails with the
     /// error, and the job is retried). Effects run in the order added, on the store's writer: they
-    /// must not wait for the store's futures.
+    /// must not wait for the store's futures. An effect added once the attempt has ended is dropped.
     public func addCompletionEffect(_ effect: @escaping @Sendable (any JobTransaction) throws -> Void) {
-        effects.withLock { $0.append(effect) }
+        effects.withLock { $0?.append(effect) }
     }
 
-    /// The effects added so far, as one, or `nil` when there are none.
-    var completionEffects: (@Sendable (any JobTransaction) throws -> Void)? {
-        let all = effects.withLock { $0 }
+    /// Ends the attempt's effects: returns those added so far, as one (`nil` when there are none),
+    /// and lets go of them; effects added later are dropped.
+    func takeCompletionEffects() -> (@Sendable (any JobTransaction) throws -> Void)? {
+        let all = effects.withLock { effects in
+            defer { effects = nil }
+            return effects ?? []
+        }
         guard !all.isEmpty else { return nil }
         return { transaction in
             for effect in all { try effect(transaction) }

@@ -35,8 +35,8 @@ import Tracing
 ///   grace period ends, then cancels them and gives their jobs back to the store, to run again at once.
 ///
 /// Callable from any thread, a detached task or async code. Keep a reference to the worker while it
-/// runs: one let go without ``shutdown(gracePeriod:)`` stops claiming and heartbeating, and its running
-/// jobs are rescued by other workers once their leases end.
+/// runs: one let go without ``shutdown(gracePeriod:)`` stops claiming and heartbeating, cancels its
+/// running handlers, and its running jobs are rescued by other workers once their leases end.
 public final class JobWorker: Sendable {
     /// How a worker runs.
     public struct Configuration: Sendable {
@@ -184,7 +184,9 @@ public final class JobWorker: Sendable {
 
     deinit {
         // A worker let go without a shutdown stops listening and waking; its running jobs' leases
-        // lapse and other workers rescue them.
+        // lapse and other workers rescue them. Their handlers are cancelled: nothing is left to
+        // record their ends, and a handler's future left observed would keep its operation (and
+        // whatever its completion is stored in) alive for good.
         // A drain still waiting for its attempts' ends will not see them: its future fails with
         // `FutureError.aborted` rather than staying pending.
         let (observation, wakeTimer, running, drain, drainDeadline) = state.withLock { state in
@@ -200,7 +202,8 @@ public final class JobWorker: Sendable {
         observation?.dispose()
         wakeTimer?.dispose()
         drainDeadline?.dispose()
-        for attempt in running { attempt.timers.dispose() }
+        stopSchedules()
+        Self.abandon(running)
         drain?(.failure(FutureError.aborted))
     }
 
@@ -312,27 +315,40 @@ public final class JobWorker: Sendable {
     }
 
     /// Drops everything the worker holds in memory without writing to the store, as a crash would:
-    /// running jobs stay running in the store until their leases end. For crash tests.
+    /// running jobs stay running in the store until their leases end, their handlers are cancelled,
+    /// and a shutdown under way fails with `FutureError.aborted` (its attempts' ends will never be
+    /// recorded). For crash tests.
     package func simulateCrash() {
-        let (bags, disposables) = state.withLock { state -> ([RunningAttempt], [Disposable?]) in
+        let (running, disposables, drain) = state.withLock {
+            state -> ([RunningAttempt], [Disposable?], (@Sendable (Result<Void>) -> Void)?) in
             state.phase = .stopped
             let running = Array(state.running.values)
             state.running = [:]
             state.runningByQueue = [:]
             let disposables = [state.wakeTimer, state.storeObservation, state.drainDeadline]
+            let drain = state.drainCompletion
             state.wakeTimer = nil
             state.storeObservation = nil
             state.drainDeadline = nil
             state.drainCompletion = nil
-            return (running, disposables)
+            return (running, disposables, drain)
         }
-        for attempt in bags {
-            attempt.span?.end()
-            attempt.timers.dispose()
-            attempt.observation?.cancel()
-        }
+        Self.abandon(running)
         disposables.forEach { $0?.dispose() }
         stopSchedules()
+        drain?(.failure(FutureError.aborted))
+    }
+
+    /// Lets go of attempts whose ends will not be recorded (a crash, a worker released while they
+    /// run): ends their spans, stops their timers, drops their completion effects and cancels their
+    /// handlers' futures.
+    private static func abandon(_ attempts: [RunningAttempt]) {
+        for attempt in attempts {
+            attempt.span?.end()
+            attempt.timers.dispose()
+            _ = attempt.context.takeCompletionEffects()
+            attempt.observation?.cancel()
+        }
     }
 
     /// How many attempts are running now.
@@ -569,6 +585,7 @@ public final class JobWorker: Sendable {
     private func attemptEnded(_ id: JobID, result: Result<Void>) {
         guard let attempt = takeRunning(id) else { return }
         attempt.timers.dispose()
+        let effects = attempt.context.takeCompletionEffects()
         configuration.metrics?.handlerEnded(attempt.record, startedAt: attempt.startedAt, at: store.clock.now())
         switch result {
         case .success: endSpan(of: attempt, error: nil)
@@ -577,7 +594,7 @@ public final class JobWorker: Sendable {
         let registration = state.withLock { $0.registrations[attempt.record.name] }
         switch result {
         case .success:
-            finish(attempt, outcome: .completed, effects: attempt.context.completionEffects)
+            finish(attempt, outcome: .completed, effects: effects)
         case .failure(let error as JobPayloadDecodingError):
             finish(attempt, outcome: .discarded(error: error.description), effects: nil)
         case .failure(let error):
@@ -594,6 +611,7 @@ public final class JobWorker: Sendable {
     private func stop(_ id: JobID, reason: StopReason) {
         guard let attempt = takeRunning(id) else { return }
         attempt.timers.dispose()
+        _ = attempt.context.takeCompletionEffects()
         attempt.observation?.cancel()
         configuration.metrics?.handlerEnded(attempt.record, startedAt: attempt.startedAt, at: store.clock.now())
         switch reason {

@@ -6,11 +6,13 @@ import Flow
 /// accepted and still open (their count and the graceful close).
 ///
 /// The handle's `data` field holds this object (see `Owner`): it lives until libuv has closed the
-/// handle, whether or not the listener that made it is still referenced.
+/// handle, whether or not the listener that made it is still referenced. A listener still open when
+/// its loop closes is closed then, the same way, so that it is released with the loop.
 final class StreamListenerCore: @unchecked Sendable {
-    // @unchecked Sendable: the handle, `acceptPending`, `failedAccepts` and `closing` are used only in
-    // the loop's context (libuv's callbacks run there; `close` and `closeGracefully` hop there, and
-    // `failedAcceptCount` reads on the loop); `accepted` is loop-only but for its count's signal.
+    // @unchecked Sendable: the handle, `acceptPending`, `loopClosingObserver`, `failedAccepts` and
+    // `closing` are used only in the loop's context (libuv's callbacks run there; `close` and
+    // `closeGracefully` hop there, and `failedAcceptCount` reads on the loop); `accepted` is loop-only
+    // but for its count's signal.
 
     let loop: EventLoop
     /// The listening handle (a `uv_tcp_t` or a `uv_pipe_t`), seen as the stream libuv's calls take.
@@ -27,6 +29,10 @@ final class StreamListenerCore: @unchecked Sendable {
     /// Accepts the pending connection (through ``accept(making:prepare:onAccept:)``), with the
     /// listener's connection type and handler; dropped once the handle is closed.
     private var acceptPending: ((StreamListenerCore) -> Void)?
+    /// The loop's observer of its closing (see `EventLoop.whenClosing`), forgotten once the handle is
+    /// closed. The loop closes whatever handles are left without a callback, which would never give
+    /// back the `data` field's reference: this closes the handle through ``beginClosing()`` first.
+    private var loopClosingObserver: Int?
 
     /// Takes ownership of `handle`, initialized by libuv on `loop` (`uv_tcp_init_ex`, `uv_pipe_init`)
     /// and not listening yet: from here on it is closed through ``beginClosing()``, not just freed.
@@ -42,6 +48,7 @@ final class StreamListenerCore: @unchecked Sendable {
         self.acceptPending = acceptPending
         accepted = AcceptedConnections(loop: loop)
         baseHandle.pointee.data = Owner.retain(self)
+        loopClosingObserver = loop.whenClosing { [self] in beginClosing() }
     }
 
     private var baseHandle: UnsafeMutablePointer<uv_handle_t> {
@@ -126,6 +133,8 @@ final class StreamListenerCore: @unchecked Sendable {
     private func didClose() {
         UnsafeMutableRawPointer(handle).deallocate()
         acceptPending = nil
+        if let loopClosingObserver { loop.forgetClosingObserver(loopClosingObserver) }
+        loopClosingObserver = nil
         closing.didClose()
     }
 }

@@ -29,7 +29,8 @@ final class CrashableStore: JobStore {
     var clock: JobClock { base.clock }
     var hasCrashed: Bool { crashed.withLock { $0 } }
 
-    /// What to run at the crash (the worker's `simulateCrash`).
+    /// What to run at the crash (the worker's `simulateCrash`). It runs once and is let go then: it
+    /// usually holds the worker, which holds this store.
     func whenCrashing(_ body: @escaping @Sendable () -> Void) { onCrash.withLock { $0 = body } }
 
     /// Crashes now.
@@ -38,7 +39,12 @@ final class CrashableStore: JobStore {
             defer { wasCrashed = true }
             return !wasCrashed
         }
-        if first { onCrash.withLock { $0 }?() }
+        guard first else { return }
+        let body = onCrash.withLock { body in
+            defer { body = nil }
+            return body
+        }
+        body?()
     }
 
     private func pass<Value>(_ call: Call, _ forward: () -> Future<Value>) -> Future<Value> {

@@ -120,33 +120,49 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// Handlers' futures that complete when the test says, and report when they were cancelled.
+///
+/// A cancelled future's completion is let go, as a well-behaved operation does: a future still
+/// waiting here holds this object (its operation does), so one neither completed nor cancelled by
+/// the end of a test is a cycle LeakSanitizer reports.
 final class PendingWork: Sendable {
-    private let completions = Synchronization.Mutex<[@Sendable (Result<Void>) -> Void]>([])
+    private struct Waiting {
+        var completions: [(key: Int, complete: @Sendable (Result<Void>) -> Void)] = []
+        var nextKey = 0
+    }
+
+    private let waiting = Synchronization.Mutex(Waiting())
     private let disposals = Synchronization.Mutex(0)
 
     var disposedCount: Int { disposals.withLock { $0 } }
-    var waitingCount: Int { completions.withLock { $0.count } }
+    var waitingCount: Int { waiting.withLock { $0.completions.count } }
 
     func future() -> Future<Void> {
         Future<Void>(on: .none) { [self] completion in
-            completions.withLock { $0.append(completion) }
-            return Disposer { [self] in disposals.withLock { $0 += 1 } }
+            let key = waiting.withLock { waiting in
+                defer { waiting.nextKey += 1 }
+                waiting.completions.append((waiting.nextKey, completion))
+                return waiting.nextKey
+            }
+            return Disposer { [self] in
+                disposals.withLock { $0 += 1 }
+                waiting.withLock { $0.completions.removeAll { $0.key == key } }
+            }
         }
     }
 
     /// Completes the oldest future still waiting with `result`.
     func completeFirst(_ result: Result<Void> = .success(())) {
-        let first = completions.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-        first?(result)
+        let first = waiting.withLock { $0.completions.isEmpty ? nil : $0.completions.removeFirst() }
+        first?.complete(result)
     }
 
     /// Completes every future still waiting with `result`.
     func completeAll(_ result: Result<Void> = .success(())) {
-        let waiting = completions.withLock { current in
-            defer { current.removeAll() }
-            return current
+        let all = waiting.withLock { waiting in
+            defer { waiting.completions.removeAll() }
+            return waiting.completions
         }
-        for completion in waiting { completion(result) }
+        for entry in all { entry.complete(result) }
     }
 }
 
