@@ -226,24 +226,9 @@ public final class SQLiteJobStore: JobStore {
             let now = clock.now().milliseconds
             let record = try Self.runningRecord(lease, on: connection)
             if let effects { try effects(SQLiteTransaction(connection: connection, now: now)) }
-            var lifecycle = record.lifecycle
-            var runAt = record.runAt.milliseconds
-            var lastError = record.lastError
-            switch outcome {
-            case .completed:
-                try lifecycle.apply(.succeeded)
-            case .failed(let error, let retryAt):
-                try lifecycle.apply(.failed(error: error))
-                lastError = error
-                runAt = retryAt.milliseconds
-            case .discarded(let error):
-                try lifecycle.apply(.discarded(error: error))
-                lastError = error
-            case .cancelled:
-                try lifecycle.apply(.stoppedByCancellation)
-            }
+            let (lifecycle, runAt, lastError) = try outcome.applied(to: record)
             return try Self.store(
-                lifecycle, of: record, runAt: runAt, lastError: lastError, worker: record.worker, now: now,
+                lifecycle, of: record, runAt: runAt.milliseconds, lastError: lastError, worker: record.worker, now: now,
                 on: connection)
         }
     }
@@ -269,7 +254,7 @@ public final class SQLiteJobStore: JobStore {
         writer.submit { connection in
             let changed = try connection.execute(
                 "UPDATE flow_jobs SET first_attempt_trace_context = ? WHERE id = ? AND fence = ? AND state = 'running'",
-                [Self.encodeTraceContext(traceContext), .integer(lease.id.rawValue), .integer(lease.fence)])
+                [StoredJobRow.encodeTraceContext(traceContext), .integer(lease.id.rawValue), .integer(lease.fence)])
             guard changed == 1 else { throw JobStoreError.leaseLost(lease) }
         }
     }
@@ -334,7 +319,7 @@ public final class SQLiteJobStore: JobStore {
             arguments.append(.integer(Int64(max(0, limit))))
             return try connection.query(
                 "SELECT \(SQLiteSchema.jobColumns) FROM flow_jobs \(filter) ORDER BY id LIMIT ?", arguments
-            ).map(Self.decode)
+            ).map(StoredJobRow.record)
         }
     }
 
@@ -476,7 +461,7 @@ public final class SQLiteJobStore: JobStore {
             [
                 .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
                 .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
-                job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now), encodeTraceContext(job.traceContext),
+                job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now), StoredJobRow.encodeTraceContext(job.traceContext),
                 job.timeout.map { .integer($0.milliseconds) } ?? .null,
             ])
         // One notification for a run of enqueues to a queue (a batch of a thousand is one, not a thousand).
@@ -493,7 +478,7 @@ public final class SQLiteJobStore: JobStore {
         let expired = try connection.query(
             "SELECT \(SQLiteSchema.jobColumns) FROM flow_jobs WHERE state = 'running' AND lease_expires_at <= ?",
             [.integer(now)]
-        ).map(decode)
+        ).map(StoredJobRow.record)
         var rescued: [JobRecord] = []
         for record in expired {
             var lifecycle = record.lifecycle
@@ -539,7 +524,7 @@ public final class SQLiteJobStore: JobStore {
                 [.integer(leaseEnd), .text(request.worker), .text(queue), .integer(now + request.lookahead.milliseconds)]
                     + nameArguments
                     + [.integer(Int64(slots))])
-            claimed += rows.map(decode)
+            claimed += rows.map(StoredJobRow.record)
             if rows.count < slots { queuesWithFreeSlots.append(queue) }
         }
         claimed.sort { ($1.priority, $0.runAt, $0.id) < ($0.priority, $1.runAt, $1.id) }
@@ -592,7 +577,7 @@ public final class SQLiteJobStore: JobStore {
     static func record(_ id: JobID, on connection: SQLiteConnection) throws(JobStoreError) -> JobRecord? {
         try connection.query(
             "SELECT \(SQLiteSchema.jobColumns) FROM flow_jobs WHERE id = ?", [.integer(id.rawValue)]
-        ).first.map(decode)
+        ).first.map(StoredJobRow.record)
     }
 
     /// Writes `lifecycle` (and the fields that go with it) over `record`'s row; publishes a terminal state.
@@ -617,42 +602,9 @@ public final class SQLiteJobStore: JobStore {
                 finishedAt.map(SQLValue.integer) ?? .null, .integer(isRunning ? 1 : 0), .integer(record.id.rawValue),
             ])
         guard let row = rows.first else { throw .database(code: SQLITE_NOTFOUND, message: "job \(record.id) vanished") }
-        let stored = decode(row)
+        let stored = StoredJobRow.record(row)
         if stored.state.isTerminal { connection.pendingNotifications.append(.finished(stored)) }
         return stored
-    }
-
-    static func decode(_ row: [SQLValue]) -> JobRecord {
-        func integer(_ column: Int) -> Int64 { row[column].integerValue ?? 0 }
-        func date(_ column: Int) -> Date? { row[column].integerValue.map(Date.init(milliseconds:)) }
-        let lifecycle = JobLifecycle(
-            state: JobState(rawValue: row[4].textValue ?? "") ?? .discarded, attempt: Int(integer(7)),
-            maxAttempts: Int(integer(8)), fence: integer(9), leaseExpiries: Int(integer(12)),
-            hasRecordedError: integer(15) != 0, isCancellationRequested: integer(16) != 0)
-        return JobRecord(
-            id: JobID(rawValue: integer(0)), name: row[1].textValue ?? "", queue: row[2].textValue ?? "",
-            payload: row[3].blobValue ?? Data(), lifecycle: lifecycle, priority: Int(integer(5)),
-            runAt: Date(milliseconds: integer(6)), leaseExpiresAt: date(10), worker: row[11].textValue,
-            uniqueKey: row[13].textValue, lastError: row[14].textValue, createdAt: Date(milliseconds: integer(17)),
-            finishedAt: date(18), traceContext: decodeTraceContext(row[19]),
-            firstAttemptTraceContext: decodeTraceContext(row[20]),
-            timeout: row[21].integerValue.map { .milliseconds($0) })
-    }
-
-    /// A trace context's headers as a JSON object, or `NULL` when there are none.
-    static func encodeTraceContext(_ headers: [String: String]) -> SQLValue {
-        guard !headers.isEmpty else { return .null }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        guard let data = try? encoder.encode(headers) else { return .null }
-        return .text(String(decoding: data, as: UTF8.self))
-    }
-
-    /// The headers of a stored trace context; none when `NULL` or unreadable (a trace is never worth
-    /// failing a job over).
-    static func decodeTraceContext(_ value: SQLValue) -> [String: String] {
-        guard let text = value.textValue else { return [:] }
-        return (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
     }
 }
 
@@ -673,28 +625,5 @@ struct SQLiteTransaction: JobTransaction {
     @discardableResult
     func enqueue(_ job: NewJob) throws -> EnqueuedJob {
         try SQLiteJobStore.insert(job, now: now, on: connection)
-    }
-}
-
-extension Date {
-    /// Milliseconds since 1970, as the store keeps times.
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-
-    init(milliseconds: Int64) {
-        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
-    }
-}
-
-extension Duration {
-    /// The duration in whole milliseconds, rounded up.
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-    }
-
-    /// The duration in seconds, as a `Double`.
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

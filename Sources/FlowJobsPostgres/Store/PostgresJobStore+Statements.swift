@@ -76,7 +76,7 @@ extension PostgresJobStore {
             let runAts = jobs.map { $0.runAt?.milliseconds ?? now }
             let states = runAts.map { JobLifecycle(isDue: $0 <= now, maxAttempts: 1).state.rawValue }
             let payloads = jobs.map { Self.byteaText($0.payload) }
-            let traceContexts = jobs.map { Self.encodeTraceContext($0.traceContext).textValue }
+            let traceContexts = jobs.map { StoredJobRow.encodeTraceContext($0.traceContext).textValue }
             let queues = Set(jobs.map(\.queue)).sorted().map { "\(instance) e \($0)" }
             let sql = """
                 WITH inserted AS (
@@ -100,7 +100,7 @@ extension PostgresJobStore {
                     .text("{" + runAts.map { String($0) }.joined(separator: ",") + "}"),
                     .text("{" + jobs.map { String($0.maxAttempts) }.joined(separator: ",") + "}"), .integer(now),
                     .text(Self.arrayLiteral(traceContexts)), .text(channel), .text(Self.arrayLiteral(queues)),
-                    .text("{" + jobs.map { $0.timeout.map { String($0.wholeMilliseconds) } ?? "NULL" }.joined(separator: ",") + "}"),
+                    .text("{" + jobs.map { $0.timeout.map { String($0.milliseconds) } ?? "NULL" }.joined(separator: ",") + "}"),
                 ]
             )
         }
@@ -133,8 +133,8 @@ extension PostgresJobStore {
                         .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
                         .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
                         job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now),
-                        Self.encodeTraceContext(job.traceContext),
-                        job.timeout.map { .integer($0.wholeMilliseconds) } ?? .null,
+                        StoredJobRow.encodeTraceContext(job.traceContext),
+                        job.timeout.map { .integer($0.milliseconds) } ?? .null,
                     ])
                 guard let row = rows.first else { continue }
                 if case .enqueued(let queues)? = session.pendingNotifications.last, queues.contains(job.queue) {
@@ -157,7 +157,7 @@ extension PostgresJobStore {
                 WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY id FOR UPDATE SKIP LOCKED
                 """,
                 [.integer(now)]
-            ).map(Self.decode)
+            ).map(StoredJobRow.record)
             var rescued: [JobRecord] = []
             for record in expired {
                 var lifecycle = record.lifecycle
@@ -177,7 +177,7 @@ extension PostgresJobStore {
             let names: SQLValue = .text(Self.arrayLiteral(request.names.sorted()))
             var claimed: [JobRecord] = []
             var queuesWithFreeSlots: [String] = []
-            let leaseEnd = now + request.leaseDuration.wholeMilliseconds
+            let leaseEnd = now + request.leaseDuration.milliseconds
             for (queue, wanted) in request.slotsByQueue.sorted(by: { $0.key < $1.key }) where wanted > 0 {
                 guard !request.names.isEmpty else { break }
                 var slots = wanted
@@ -209,7 +209,7 @@ extension PostgresJobStore {
                         .integer(leaseEnd), .text(request.worker), .text(queue), .integer(now), names,
                         .integer(Int64(slots)),
                     ])
-                claimed += rows.map(Self.decode)
+                claimed += rows.map(StoredJobRow.record)
                 if rows.count < slots { queuesWithFreeSlots.append(queue) }
             }
             claimed.sort { ($1.priority, $0.runAt, $0.id) < ($0.priority, $1.runAt, $1.id) }
@@ -268,7 +268,7 @@ extension PostgresJobStore {
             try session.rows(
                 "SELECT \(PostgresSchema.jobColumns) FROM flow_jobs WHERE id = $1" + (locking ? " FOR UPDATE" : ""),
                 [.integer(id.rawValue)]
-            ).first.map(Self.decode)
+            ).first.map(StoredJobRow.record)
         }
 
         /// The record of a job, unfinished or finished.
@@ -276,7 +276,7 @@ extension PostgresJobStore {
             if let live = try liveRecord(id, locking: false, on: session) { return live }
             return try session.rows(
                 "SELECT \(PostgresSchema.jobColumns) FROM flow_jobs_history WHERE id = $1", [.integer(id.rawValue)]
-            ).first.map(Self.decode)
+            ).first.map(StoredJobRow.record)
         }
 
         /// Writes `lifecycle` (and the fields that go with it) over `record`'s row; a job that reached
@@ -305,7 +305,7 @@ extension PostgresJobStore {
             guard let row = rows.first else {
                 throw PostgresError.server(sqlState: "P0002", message: "job \(record.id) vanished")
             }
-            let stored = Self.decode(row)
+            let stored = StoredJobRow.record(row)
             if stored.state.isTerminal {
                 try session.run(
                     """
@@ -318,36 +318,5 @@ extension PostgresJobStore {
             return stored
         }
 
-        static func decode(_ row: [SQLValue]) -> JobRecord {
-            func integer(_ column: Int) -> Int64 { row[column].integerValue ?? 0 }
-            func date(_ column: Int) -> Date? { row[column].integerValue.map(Date.init(milliseconds:)) }
-            let lifecycle = JobLifecycle(
-                state: JobState(rawValue: row[4].textValue ?? "") ?? .discarded, attempt: Int(integer(7)),
-                maxAttempts: Int(integer(8)), fence: integer(9), leaseExpiries: Int(integer(12)),
-                hasRecordedError: integer(15) != 0, isCancellationRequested: integer(16) != 0)
-            return JobRecord(
-                id: JobID(rawValue: integer(0)), name: row[1].textValue ?? "", queue: row[2].textValue ?? "",
-                payload: row[3].blobValue ?? Data(), lifecycle: lifecycle, priority: Int(integer(5)),
-                runAt: Date(milliseconds: integer(6)), leaseExpiresAt: date(10), worker: row[11].textValue,
-                uniqueKey: row[13].textValue, lastError: row[14].textValue, createdAt: Date(milliseconds: integer(17)),
-                finishedAt: date(18), traceContext: decodeTraceContext(row[19]),
-                firstAttemptTraceContext: decodeTraceContext(row[20]),
-                timeout: row[21].integerValue.map { .milliseconds($0) })
-        }
-
-        /// A trace context's headers as a JSON object, or `NULL` when there are none.
-        static func encodeTraceContext(_ headers: [String: String]) -> SQLValue {
-            guard !headers.isEmpty else { return .null }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            guard let data = try? encoder.encode(headers) else { return .null }
-            return .text(String(decoding: data, as: UTF8.self))
-        }
-
-        /// The headers of a stored trace context; none when `NULL` or unreadable.
-        static func decodeTraceContext(_ value: SQLValue) -> [String: String] {
-            guard let text = value.textValue else { return [:] }
-            return (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
-        }
     }
 }

@@ -106,7 +106,7 @@ public final class PostgresJobStore: JobStore {
             "SET search_path TO \(PostgresSchema.quoted(schema))", "SET application_name TO 'flow-jobs:\(schema)'",
         ]
         if let timeout = configuration.statementTimeout {
-            setup.append("SET statement_timeout TO \(max(1, timeout.wholeMilliseconds))")
+            setup.append("SET statement_timeout TO \(max(1, timeout.milliseconds))")
         }
         sessionSetup = Array(setup.prefix(2))
         transactionThreads = TransactionThreads(limit: configuration.maxConnections)
@@ -251,7 +251,7 @@ public final class PostgresJobStore: JobStore {
 
     /// Extends a running job's lease; see `JobStore/heartbeat(_:leaseDuration:)`.
     public func heartbeat(_ lease: JobLease, leaseDuration: Duration) -> Future<HeartbeatResult> {
-        let expiresAt = clock.now().milliseconds + leaseDuration.wholeMilliseconds
+        let expiresAt = clock.now().milliseconds + leaseDuration.milliseconds
         // Checked by its fence: running it again after a lost connection sets the same lease end.
         return pool.withConnection(retriesLostConnection: true) { connection in
             connection.query(
@@ -274,24 +274,10 @@ public final class PostgresJobStore: JobStore {
         return inTransaction { session, now in
             let record = try statements.runningRecord(lease, on: session)
             if let effects { try effects(PostgresTransaction(session: session, now: now, store: statements)) }
-            var lifecycle = record.lifecycle
-            var runAt = record.runAt.milliseconds
-            var lastError = record.lastError
-            switch outcome {
-            case .completed:
-                try lifecycle.apply(.succeeded)
-            case .failed(let error, let retryAt):
-                try lifecycle.apply(.failed(error: error))
-                lastError = error
-                runAt = retryAt.milliseconds
-            case .discarded(let error):
-                try lifecycle.apply(.discarded(error: error))
-                lastError = error
-            case .cancelled:
-                try lifecycle.apply(.stoppedByCancellation)
-            }
+            let (lifecycle, runAt, lastError) = try outcome.applied(to: record)
             let stored = try statements.store(
-                lifecycle, of: record, runAt: runAt, lastError: lastError, worker: record.worker, now: now, on: session)
+                lifecycle, of: record, runAt: runAt.milliseconds, lastError: lastError, worker: record.worker, now: now,
+                on: session)
             // Other processes hear of the end (their handles), of a retry to arm a timer for, and of
             // jobs the effects enqueued.
             if stored.state == .retryable { session.pendingNotifications.append(.enqueued(queues: [stored.queue])) }
@@ -322,7 +308,7 @@ public final class PostgresJobStore: JobStore {
             connection.query(
                 "UPDATE flow_jobs SET first_attempt_trace_context = $1 "
                     + "WHERE id = $2 AND fence = $3 AND state = 'running'",
-                [Statements.encodeTraceContext(traceContext), .integer(lease.id.rawValue), .integer(lease.fence)]
+                [StoredJobRow.encodeTraceContext(traceContext), .integer(lease.id.rawValue), .integer(lease.fence)]
             ).map(on: .none) { result in
                 guard result.affectedRows == 1 else { throw JobStoreError.leaseLost(lease) }
             }
@@ -379,7 +365,7 @@ public final class PostgresJobStore: JobStore {
                 "SELECT \(PostgresSchema.jobColumns) FROM flow_jobs WHERE id = $1 UNION ALL "
                     + "SELECT \(PostgresSchema.jobColumns) FROM flow_jobs_history WHERE id = $1",
                 [.integer(id.rawValue)]
-            ).map(on: .none) { $0.rows.first.map(Statements.decode) }
+            ).map(on: .none) { $0.rows.first.map(StoredJobRow.record) }
         }
     }
 
@@ -399,7 +385,7 @@ public final class PostgresJobStore: JobStore {
                     state.map { .text($0.rawValue) } ?? .null, queue.map(SQLValue.text) ?? .null,
                     .integer(Int64(max(0, limit))),
                 ]
-            ).map(on: .none) { $0.rows.map(Statements.decode) }
+            ).map(on: .none) { $0.rows.map(StoredJobRow.record) }
         }
     }
 
@@ -473,22 +459,5 @@ public final class PostgresJobStore: JobStore {
         return Disposer { [weak self] in
             _ = self?.observers.withLock { $0.byKey.removeValue(forKey: key) }
         }
-    }
-}
-
-extension Date {
-    /// Milliseconds since 1970, as the store keeps times.
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-
-    init(milliseconds: Int64) {
-        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
-    }
-}
-
-extension Duration {
-    /// The duration in whole milliseconds, rounded up.
-    var wholeMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
     }
 }
