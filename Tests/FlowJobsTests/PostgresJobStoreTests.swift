@@ -77,22 +77,21 @@ struct PostgresJobStoreTests {
 
     @Test func aWrongPasswordIsACannotConnectErrorSayingSo() throws {
         let url = try changing(PostgresTestDatabase.requireURL(), password: "not-the-password")
-        do {
-            _ = try PostgresTestDatabase.openStore(url: url)
-            Issue.record("opened with a wrong password")
-        } catch let PostgresError.cannotConnect(message) {
-            #expect(message.contains("password authentication failed"), "\(message)")
-        }
+        try expectCannotConnect(to: url, saying: "password authentication failed")
     }
 
     @Test func aServerThatIsDownIsACannotConnectError() throws {
         let nobody = ReservedPort()
-        let url = try changing(PostgresTestDatabase.requireURL(), port: nobody.port)
+        try expectCannotConnect(to: changing(PostgresTestDatabase.requireURL(), port: nobody.port), saying: "refused")
+    }
+
+    /// Opening a store at `url` fails with `PostgresError.cannotConnect`, its message containing `reason`.
+    private func expectCannotConnect(to url: String, saying reason: String) throws {
         do {
             _ = try PostgresTestDatabase.openStore(url: url)
-            Issue.record("opened a store on a port nobody listens on")
+            Issue.record("opened a store at \(url)")
         } catch let PostgresError.cannotConnect(message) {
-            #expect(message.contains("refused"), "\(message)")
+            #expect(message.contains(reason), "\(message)")
         }
     }
 
