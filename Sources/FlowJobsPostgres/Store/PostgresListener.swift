@@ -9,28 +9,24 @@ extension SQLValue {
     var blobValue: Data? { if case .blob(let value) = self { value } else { nil } }
 }
 
-/// The store's `LISTEN` connection, from the store's opening until it closes: a connection of
-/// its own (a pooled one would be handed to others), reopened with a backoff (50 ms doubling to 5 s)
-/// when lost. Each time it listens again after a loss it says so, so that the store can report
-/// what was enqueued while nobody listened.
+/// The store's `LISTEN` connection, from the store's opening until it closes: a
+/// ``PostgresReconnectingConnection`` (a pooled connection would be handed to others), which reopens
+/// it with a backoff when lost. Each time it listens again after a loss it says so, so that the
+/// store can report what was enqueued while nobody listened.
 ///
 /// The safety poll, every `safetyInterval` while listening: a `SELECT 1` on the connection, and one
 /// still unanswered at the next tick counts as a lost connection (a socket cut without an error);
 /// then `onSafetyPoll`, where the store reports queues with due jobs (a notification lost in a way
 /// nothing noticed).
 final class PostgresListener: @unchecked Sendable {
-    // @unchecked Sendable: `connection`, `isStarted`, `isStopped`, `failures`, `hasListened` and the
+    // @unchecked Sendable: `isStarted`, `isStopped`, `hasListened`, the safety poll's state and the
     // callbacks are used only in `loop`'s context; `start` and `stop` hop there.
 
-    private let connectionString: String
     private let channel: String
-    private let setup: [String]
     private let loop: EventLoop
-    private let openCount: OpenConnectionCount
-    private var connection: PostgresConnection?
+    private let session: PostgresReconnectingConnection
     private var isStarted = false
     private var isStopped = false
-    private var failures = 0
     private var hasListened = false
     private var onNotification: (@Sendable (String) -> Void)?
     private var onListening: (@Sendable (Bool) -> Void)?
@@ -48,11 +44,10 @@ final class PostgresListener: @unchecked Sendable {
         safetyInterval: Duration?
     ) {
         self.safetyInterval = safetyInterval
-        self.connectionString = connectionString
         self.channel = channel
-        self.setup = setup
         self.loop = loop
-        self.openCount = openCount
+        session = PostgresReconnectingConnection(
+            connectionString: connectionString, setup: setup, loop: loop, openCount: openCount)
     }
 
     /// Starts listening unless already started: `onNotification` gets each payload on the channel,
@@ -68,13 +63,16 @@ final class PostgresListener: @unchecked Sendable {
             self.onListening = onListening
             self.onSafetyPoll = onSafetyPoll
             self.onFailure = onFailure
-            connect()
+            session.start(
+                onConnected: { [self] connection in listen(on: connection) },
+                onDisconnected: { [self] in connectionWasLost() })
         }
     }
 
     /// Stops listening and closes the connection. Callable from any thread, more than once.
     func stop() {
         guard !loop.isClosed else { return }
+        session.stop()
         loop.inContext("PostgresJobStore.close") { [self] in
             isStopped = true
             onNotification = nil
@@ -83,40 +81,20 @@ final class PostgresListener: @unchecked Sendable {
             onFailure = nil
             safetyTimer?.dispose()
             safetyTimer = nil
-            connection?.close()
-            connection = nil
-        }
-    }
-
-    private func connect() {
-        guard !isStopped else { return }
-        PostgresConnection.connect(connectionString, on: loop, openCount: openCount).onResult(on: .none) {
-            [self] result in
-            loop.inContext { [self] in
-                switch result {
-                case .success(let connection): listen(on: connection)
-                case .failure: retryLater()
-                }
-            }
         }
     }
 
     private func listen(on connection: PostgresConnection) {
-        guard !isStopped else {
-            connection.close()
-            return
-        }
-        self.connection = connection
+        guard !isStopped else { return }
         connection.onNotification = { [self] _, payload in onNotification?(payload) }
-        connection.onLost = { [self] _ in connectionWasLost() }
-        for statement in setup { connection.send(statement) { _ in } }
         connection.send("LISTEN \(PostgresSchema.quoted(channel))") { [self] result in
-            guard !isStopped else { return }
+            guard !isStopped, session.current === connection else { return }
             guard case .success = result else {
-                onFailure?()
+                // Refused (not lost: a loss tells connectionWasLost): try again on a new connection.
+                session.reconnect()
                 return
             }
-            failures = 0
+            session.connectionIsHealthy()
             let isReconnect = hasListened
             hasListened = true
             onListening?(isReconnect)
@@ -124,12 +102,13 @@ final class PostgresListener: @unchecked Sendable {
         }
     }
 
+    /// The connection broke, or a connect failed: the next one will report what it missed.
     private func connectionWasLost() {
         safetyTimer?.dispose()
         safetyTimer = nil
         isPingOutstanding = false
-        connection = nil
-        retryLater()
+        hasListened = true
+        onFailure?()
     }
 
     private func scheduleSafetyPoll() {
@@ -139,26 +118,15 @@ final class PostgresListener: @unchecked Sendable {
     }
 
     private func safetyPoll() {
-        guard let connection, !isStopped else { return }
+        guard let connection = session.current, !isStopped else { return }
         if isPingOutstanding {
             // No answer in a whole interval: the socket is as good as lost.
-            connection.onLost = nil
-            connection.close()
-            connectionWasLost()
+            session.reconnect()
             return
         }
         isPingOutstanding = true
         connection.send("SELECT 1") { [self] _ in isPingOutstanding = false }
         onSafetyPoll?()
         scheduleSafetyPoll()
-    }
-
-    private func retryLater() {
-        guard !isStopped else { return }
-        onFailure?()
-        failures += 1
-        hasListened = hasListened || failures > 0
-        let delay = min(0.05 * pow(2, Double(failures - 1)), 5)
-        _ = loop.execute(after: delay) { [self] in loop.inContext { [self] in connect() } }
     }
 }
