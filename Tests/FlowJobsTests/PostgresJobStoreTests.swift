@@ -301,6 +301,69 @@ struct PostgresJobStoreTests {
         #expect(elections[1 - leader.store].isLeader && !elections[leader.store].isLeader)
     }
 
+    @Test func aLeaderPausedPastTheEndOfItsSessionDoesNotActWhenItWakes() throws {
+        let url = try PostgresTestDatabase.requireURL()
+        let schema = PostgresTestDatabase.freshSchema()
+        // The first store's loop is its own, so that it can be paused as a stopped process would be.
+        let pausableLoop = EventLoop.startOnNewThread(name: "flow.jobs.postgres-tests.paused-leader")
+        defer { pausableLoop.shutdown() }
+        let first = try wait(
+            PostgresJobStore.open(
+                url: url, on: pausableLoop, configuration: .init(schema: schema, safetyPollInterval: nil)))
+        let second = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            first.close()
+            second.close()
+        }
+        try wait(second.transaction { try $0.execute("CREATE TABLE leader_actions (leader TEXT NOT NULL)", []) })
+        let firstLeads = DispatchSemaphore(value: 0)
+        let firstFollows = DispatchSemaphore(value: 0)
+        let secondLeads = DispatchSemaphore(value: 0)
+        let firstElection = first.electLeader(for: "test") { isLeader in
+            (isLeader ? firstLeads : firstFollows).signal()
+        }
+        defer { firstElection.stop() }
+        expectSignal(firstLeads, "the first store leads")
+        let secondElection = second.electLeader(for: "test") { isLeader in if isLeader { secondLeads.signal() } }
+        defer { secondElection.stop() }
+        try wait(firstElection.transaction { try $0.execute("INSERT INTO leader_actions VALUES ('first')", []) })
+
+        // The first store's loop stops: it reads nothing from its sockets and learns nothing.
+        let paused = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        pausableLoop.execute {
+            paused.signal()
+            resume.wait()
+        }
+        expectSignal(paused, "the first store's loop paused")
+        // Meanwhile its lock's session is ended (as an administrator, or TCP keepalives, end a stopped
+        // process's) and the second store takes the lead and acts.
+        _ = try wait(
+            second.transaction {
+                try $0.query(
+                    """
+                    SELECT pg_terminate_backend(locks.pid) FROM pg_locks AS locks
+                        JOIN pg_stat_activity AS activity ON activity.pid = locks.pid
+                    WHERE locks.locktype = 'advisory' AND locks.granted AND activity.application_name = ?
+                    """, [.text("flow-jobs:" + schema)])
+            })
+        expectSignal(secondLeads, "the second store leads once the first's session ended")
+        try wait(secondElection.transaction { try $0.execute("INSERT INTO leader_actions VALUES ('second')", []) })
+        // The paused one still believes it leads, and asks to act as soon as it wakes.
+        #expect(firstElection.isLeader)
+        let late = firstElection.transaction { try $0.execute("INSERT INTO leader_actions VALUES ('first, late')", []) }
+        resume.signal()
+
+        #expect(throws: (any Error).self, "the paused leader's action after its session ended") { try wait(late) }
+        expectSignal(firstFollows, "the first store learns that it lost the lead")
+        #expect(!firstElection.isLeader && secondElection.isLeader)
+        #expect(throws: PostgresNotLeaderError.self) {
+            try wait(firstElection.transaction { try $0.execute("INSERT INTO leader_actions VALUES ('first, later')", []) })
+        }
+        let actions = try wait(second.transaction { try $0.query("SELECT leader FROM leader_actions ORDER BY leader", []) })
+        #expect(actions == [[.text("first")], [.text("second")]])
+    }
+
     @Test func theLeaderRescuesExpiredLeasesInQueuesNobodyClaimsFrom() throws {
         let wallClock = ManualWallClock()
         let store = try PostgresTestDatabase.openStore(clock: wallClock.jobClock)

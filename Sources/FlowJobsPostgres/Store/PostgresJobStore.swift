@@ -202,7 +202,7 @@ public final class PostgresJobStore: JobStore {
         let notifications: [JobStoreNotification]
     }
 
-    private func publish(_ notifications: [JobStoreNotification]) {
+    func publish(_ notifications: [JobStoreNotification]) {
         guard !notifications.isEmpty else { return }
         let current = observers.withLock { Array($0.byKey.sorted { $0.key < $1.key }.map(\.value)) }
         for notification in notifications {

@@ -6,8 +6,8 @@ import Foundation
 /// One leader among every process of a store for a role: the holder of a session advisory lock on
 /// a connection of the election's own. The others wait for that lock inside the server
 /// (`pg_advisory_lock`), so that the hand-over takes no polling: when the leader's session ends (its
-/// process died, its connection broke, it stopped), the server gives the lock to a waiting session
-/// at once.
+/// process died, its connection broke, an administrator ended it), the server gives the lock to a
+/// waiting session at once.
 ///
 /// ```swift
 /// let election = store.electLeader(for: "reports") { isLeader in
@@ -17,85 +17,166 @@ import Foundation
 /// election.stop()
 /// ```
 ///
+/// Two leaders never act at once when the leader's work runs in ``transaction(_:)``: its statements
+/// run on the session that holds the lock, so they take effect only while this process leads. A
+/// leader paused past the end of its session (a stopped process, a cut network that an administrator
+/// or TCP keepalives ended), which still believes it leads when it wakes, has its transaction fail
+/// with ``PostgresNotLeaderError`` or ``PostgresError/connectionLost(message:)`` instead of acting
+/// beside the new leader.
+///
 /// A leader learns that it lost the lead when its connection breaks, and is told `false`; it then
-/// reconnects (50 ms doubling to 5 s) and waits for the lock again. A leader whose process is
-/// paused, or whose network is cut without the socket failing, does not learn it until the socket
-/// fails: add TCP keepalives (`keepalives_idle` and friends in the URL) to bound that time, and make
-/// the leader's work safe to overlap (as the store's rescue is: it locks the rows it changes).
+/// reconnects (50 ms doubling to 5 s) and waits for the lock again. Work done outside
+/// ``transaction(_:)`` (a message sent, a file written) is not fenced: a paused leader may still do
+/// it after another took over, so make it safe to overlap.
 public final class PostgresLeaderElection: @unchecked Sendable {
-    // @unchecked Sendable: `connection`, `isStopped`, `failures` and `onChange` are used only in
-    // `loop`'s context (`stop` hops there); `leading` is locked.
+    // @unchecked Sendable: `lockHolder`, `isStopped`, `onChange` and `lastTransaction` are used only
+    // in `loop`'s context (`stop` and `transaction` hop there); `leading` is locked.
 
-    private let connectionString: String
-    private let setup: [String]
     private let lockName: String
     private let loop: EventLoop
-    private let openCount: OpenConnectionCount
-    private var connection: PostgresConnection?
+    private let session: PostgresReconnectingConnection
+    private let clock: JobClock
+    private let statements: PostgresJobStore.Statements
+    private let threads: TransactionThreads
+    /// Tells the store's observers in this process what a committed transaction changed.
+    private let publish: @Sendable ([JobStoreNotification]) -> Void
+    /// The connection that holds the lock, while this process leads.
+    private var lockHolder: PostgresConnection?
     private var isStopped = false
-    private var failures = 0
     private var onChange: (@Sendable (Bool) -> Void)?
     private let leading = Locked(false)
+    /// The leader's last transaction: the next one starts after it ends, since both use the one session.
+    private var lastTransaction: Future<Void> = Future(())
 
     init(
         connectionString: String, setup: [String], lockName: String, loop: EventLoop, openCount: OpenConnectionCount,
-        onChange: @escaping @Sendable (Bool) -> Void
+        clock: JobClock, statements: PostgresJobStore.Statements, threads: TransactionThreads,
+        publish: @escaping @Sendable ([JobStoreNotification]) -> Void, onChange: @escaping @Sendable (Bool) -> Void
     ) {
-        self.connectionString = connectionString
-        self.setup = setup
+        self.publish = publish
         self.lockName = lockName
         self.loop = loop
-        self.openCount = openCount
+        self.clock = clock
+        self.statements = statements
+        self.threads = threads
         self.onChange = onChange
-        loop.inContext("PostgresJobStore.electLeader") { [self] in connect() }
+        session = PostgresReconnectingConnection(
+            connectionString: connectionString, setup: setup, loop: loop, openCount: openCount)
+        session.start(
+            onConnected: { [self] connection in waitForLock(on: connection) },
+            onDisconnected: { [self] in
+                lockHolder = nil
+                setLeading(false)
+            })
     }
 
-    /// Whether this process leads now.
+    /// Whether this process leads now, as far as it knows (see ``transaction(_:)`` for work that
+    /// must not overlap another leader's).
     public var isLeader: Bool { leading.withLock { $0 } }
 
     /// Stops taking part: a leader gives the lead up (its session ends, and another process's takes
     /// the lock), and `onChange` is not called again. Callable from any thread, more than once.
     public func stop() {
         guard !loop.isClosed else { return }
+        session.stop()
         loop.inContext("PostgresLeaderElection.stop") { [self] in
             isStopped = true
             onChange = nil
+            lockHolder = nil
             leading.withLock { $0 = false }
-            connection?.close()
-            connection = nil
         }
     }
 
-    private func connect() {
-        guard !isStopped else { return }
-        PostgresConnection.connect(connectionString, on: loop, openCount: openCount).onResult(on: .none) {
-            [self] result in
-            loop.inContext { [self] in
-                switch result {
-                case .success(let connection): waitForLock(on: connection)
-                case .failure: retryLater()
+    /// Runs `body` in one transaction on the session that holds the leader's lock: the leader's work
+    /// that must not overlap another leader's. It commits only if this session still holds the lock
+    /// when it commits, so a process that lost the lead (its session ended while it was paused, say)
+    /// cannot act beside the new leader.
+    ///
+    /// `body` runs on a thread of the store's own, as in `JobStore/transaction(_:)`; the election's
+    /// transactions run one at a time.
+    ///
+    /// ```swift
+    /// election.transaction { transaction in
+    ///     try transaction.execute("DELETE FROM sessions WHERE expires_at < now()", [])
+    /// }
+    /// ```
+    ///
+    /// - Returns: `body`'s value once committed; fails with ``PostgresNotLeaderError`` when this
+    ///   process does not lead as it starts, with ``PostgresError/connectionLost(message:)`` when the
+    ///   lock's session ended meanwhile (nothing of it committed then: the lock and the transaction
+    ///   end together), or with `body`'s error (rolled back).
+    @discardableResult
+    public func transaction<Value: Sendable>(
+        _ body: @escaping @Sendable (any JobTransaction) throws -> Value
+    ) -> Future<Value> {
+        let statements = statements
+        return leaderTransaction { session, now in
+            let value = try body(PostgresTransaction(session: session, now: now, store: statements))
+            try statements.notifyOtherProcesses(session)
+            return value
+        }
+    }
+
+    /// Runs `body` in a transaction on the lock's session while this process leads; see ``transaction(_:)``.
+    func leaderTransaction<Value: Sendable>(
+        _ body: @escaping @Sendable (PostgresSession, Int64) throws -> Value
+    ) -> Future<Value> {
+        let clock = clock
+        let threads = threads
+        let publish = publish
+        let role = lockName
+        return Future(on: .none) { [self] completion in
+            loop.inContext("PostgresLeaderElection.transaction") { [self] in
+                let previous = lastTransaction
+                let ran = previous.flatMapResult(on: .none) { [self] _ in
+                    Future<Value>(on: .none) { [self] completion in
+                        loop.inContext { [self] in
+                            // Checked on the loop, where the lock's loss is learnt: a session that
+                            // ended before now fails here, one that ends later fails its statements.
+                            guard !isStopped, isLeader, let connection = lockHolder, connection.isReady else {
+                                completion(.failure(PostgresNotLeaderError(role: role)))
+                                return
+                            }
+                            threads.run {
+                                let session = PostgresSession(connection: connection)
+                                let result = Result {
+                                    try session.run("BEGIN")
+                                    do {
+                                        let value = try body(session, clock.now().milliseconds)
+                                        try session.run("COMMIT")
+                                        return value
+                                    } catch {
+                                        _ = try? session.run("ROLLBACK")
+                                        throw error
+                                    }
+                                }
+                                if case .success = result { publish(session.pendingNotifications) }
+                                completion(result)
+                            }
+                        }
+                        return NilDisposer()
+                    }
                 }
+                lastTransaction = ran.map(on: .none) { _ in }.flatMapError(on: .none) { _ in Future(()) }
+                ran.onResult(on: .none) { completion($0) }
             }
+            return NilDisposer()
         }
     }
 
     private func waitForLock(on connection: PostgresConnection) {
-        guard !isStopped else {
-            connection.close()
-            return
-        }
-        self.connection = connection
-        connection.onLost = { [self] _ in
-            self.connection = nil
-            setLeading(false)
-            retryLater()
-        }
-        for statement in setup { connection.send(statement) { _ in } }
+        guard !isStopped else { return }
         // The wait may last as long as another process leads: no statement timeout for it.
         connection.send("SET statement_timeout TO 0") { _ in }
         connection.send("SELECT pg_advisory_lock(hashtext($1))", [.text(lockName)]) { [self] result in
-            guard case .success = result, !isStopped else { return }
-            failures = 0
+            guard !isStopped, session.current === connection else { return }
+            guard case .success = result else {
+                // Refused (not lost: a loss tells onDisconnected): wait again on a new connection.
+                session.reconnect()
+                return
+            }
+            session.connectionIsHealthy()
+            lockHolder = connection
             setLeading(true)
         }
     }
@@ -107,19 +188,16 @@ public final class PostgresLeaderElection: @unchecked Sendable {
         }
         if changed { onChange?(isLeading) }
     }
+}
 
-    private func retryLater() {
-        guard !isStopped else { return }
-        failures += 1
-        let delay = min(0.05 * pow(2, Double(failures - 1)), 5)
-        _ = loop.execute(after: delay) { [self] in loop.inContext { [self] in connect() } }
-    }
+/// A leader's transaction was refused because this process does not lead (it never did, lost the
+/// lead, or stopped its election).
+public struct PostgresNotLeaderError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The election's lock name, which says its store's schema and role.
+    public let role: String
 
-    deinit {
-        // A loop already closed has closed the connection's handle with it.
-        guard !loop.isClosed else { return }
-        connection?.close()
-    }
+    /// A sentence saying what went wrong.
+    public var description: String { "this process does not lead \(role): the leader's transaction did not run" }
 }
 
 extension PostgresJobStore {
@@ -136,7 +214,8 @@ extension PostgresJobStore {
     ) -> PostgresLeaderElection {
         PostgresLeaderElection(
             connectionString: connectionString, setup: sessionSetup, lockName: "flow_jobs.\(schema).\(role)",
-            loop: loop, openCount: pool.openCount, onChange: onChange)
+            loop: loop, openCount: pool.openCount, clock: clock, statements: statements, threads: transactionThreads,
+            publish: { [weak self] notifications in self?.publish(notifications) }, onChange: onChange)
     }
 
     /// Rescues the jobs whose leases expired (as a claim does first), whichever queue they wait in:
@@ -147,8 +226,13 @@ extension PostgresJobStore {
     ///
     /// - Returns: the rescued jobs, as the rescue left them.
     public func rescueExpiredLeases(maxLeaseExpiries: Int) -> Future<[JobRecord]> {
+        inTransaction(rescuing(maxLeaseExpiries: maxLeaseExpiries))
+    }
+
+    /// The rescue's transaction, on the pool's connection or the leader's.
+    private func rescuing(maxLeaseExpiries: Int) -> @Sendable (PostgresSession, Int64) throws -> [JobRecord] {
         let statements = statements
-        return inTransaction { session, now in
+        return { session, now in
             let rescued = try statements.rescueExpiredLeases(maxLeaseExpiries: maxLeaseExpiries, now: now, on: session)
             let queues = Set(rescued.filter { !$0.state.isTerminal }.map(\.queue))
             if !queues.isEmpty { session.pendingNotifications.append(.enqueued(queues: queues)) }
@@ -158,7 +242,8 @@ extension PostgresJobStore {
     }
 
     /// Elects a leader among the store's processes that, while it leads, rescues expired leases
-    /// every `interval` (``rescueExpiredLeases(maxLeaseExpiries:)``).
+    /// every `interval` (``rescueExpiredLeases(maxLeaseExpiries:)``), each rescue in the leader's
+    /// ``PostgresLeaderElection/transaction(_:)``: a leader that lost its lock rescues nothing.
     ///
     /// ```swift
     /// let rescuer = store.rescuesExpiredLeasesWhileLeading(every: .seconds(5), maxLeaseExpiries: 3)
@@ -170,20 +255,27 @@ extension PostgresJobStore {
     {
         let rescues = Locked<Disposable?>(nil)
         let loop = loop
-        return electLeader(for: "rescue") { [weak self] isLeader in
+        let elected = Locked(WeakElection())
+        let election = electLeader(for: "rescue") { [weak self] isLeader in
             rescues.withLock { $0 }?.dispose()
             rescues.withLock { $0 = nil }
             guard isLeader, let self else { return }
             let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
             rescues.withLock {
-                $0 = Self.repeatRescue(self, every: seconds, maxLeaseExpiries: maxLeaseExpiries, on: loop)
+                $0 = Self.repeatRescue(
+                    self, every: seconds, maxLeaseExpiries: maxLeaseExpiries, on: loop,
+                    leading: { elected.withLock { $0.election } })
             }
         }
+        // Held weakly by its rounds: the caller's reference keeps the election.
+        elected.withLock { $0.election = election }
+        return election
     }
 
-    /// Rescues now, then every `seconds` until the result is disposed.
+    /// Rescues now, then every `seconds` until the result is disposed, in `leading()`'s transactions.
     private static func repeatRescue(
-        _ store: PostgresJobStore, every seconds: Double, maxLeaseExpiries: Int, on loop: EventLoop
+        _ store: PostgresJobStore, every seconds: Double, maxLeaseExpiries: Int, on loop: EventLoop,
+        leading: @escaping @Sendable () -> PostgresLeaderElection?
     ) -> Disposable {
         let isDisposed = Locked(false)
         let next = Locked<Disposable?>(nil)
@@ -191,7 +283,9 @@ extension PostgresJobStore {
         let nextRound = Locked<(@Sendable () -> Void)?>(nil)
         let round: @Sendable () -> Void = { [weak store] in
             guard let store, !isDisposed.withLock({ $0 }) else { return }
-            store.rescueExpiredLeases(maxLeaseExpiries: maxLeaseExpiries).onResult(on: .none) { _ in
+            let rescued: Future<[JobRecord]> =
+                leading()?.leaderTransaction(store.rescuing(maxLeaseExpiries: maxLeaseExpiries)) ?? Future([])
+            rescued.onResult(on: .none) { _ in
                 guard !isDisposed.withLock({ $0 }) else { return }
                 next.withLock { $0 = loop.execute(after: seconds) { nextRound.withLock { $0 }?() } }
             }
@@ -204,4 +298,9 @@ extension PostgresJobStore {
             next.withLock { $0 }?.dispose()
         }
     }
+}
+
+/// A reference to an election that does not keep it: its own rounds must not.
+private struct WeakElection: Sendable {
+    weak var election: PostgresLeaderElection?
 }
