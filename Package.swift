@@ -187,7 +187,10 @@ let package = Package(
         // The job database's command-line tool, `swift run flow-jobs` (a product: see above).
         .executableTarget(
             name: "flow-jobs",
-            dependencies: ["Flow", "FlowJobs", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Flow", "FlowJobs", "FlowJobsPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Sources/flow-jobs"
         ),
         .executableTarget(
@@ -305,7 +308,7 @@ let package = Package(
         // The job tool and the JobRunner example, run as processes on databases the tests prepare.
         .testTarget(
             name: "FlowJobsToolTests",
-            dependencies: ["FlowJobs", "Flow", "FlowTestSupport", "flow-jobs", "JobRunner"]
+            dependencies: ["FlowJobs", "FlowJobsPostgres", "Flow", "FlowTestSupport", "flow-jobs", "JobRunner"]
         ),
         .testTarget(
             name: "FlowSystemTests",

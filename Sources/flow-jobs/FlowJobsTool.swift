@@ -1,8 +1,9 @@
-// flow-jobs: looks after the jobs of a FlowJobs SQLite database from the command line.
+// flow-jobs: looks after the jobs of a FlowJobs database (an SQLite file, or PostgreSQL) from the
+// command line.
 //
 //     swift run flow-jobs stats jobs.sqlite
 //     swift run flow-jobs list jobs.sqlite --state discarded --json
-//     swift run flow-jobs retry jobs.sqlite 42
+//     swift run flow-jobs retry postgresql://app:secret@db.internal/app 42
 //
 // Exit status: 0 on success, 1 when the database cannot be used or a job is not found or cannot
 // take the change, 64 for a command line it does not understand (`--help` lists the commands).
@@ -10,6 +11,7 @@
 import ArgumentParser
 import Flow
 import FlowJobs
+import FlowJobsPostgres
 import Foundation
 
 @main
@@ -18,8 +20,9 @@ struct FlowJobsTool: ParsableCommand {
         commandName: "flow-jobs",
         abstract: "Lists, inspects, retries, cancels, discards and purges the jobs of a FlowJobs database.",
         discussion: """
-            Each command opens the SQLite database file given as its first argument; a missing file is an \
-            error, never created. Other processes (workers) may use the database at the same time.
+            Each command opens the database given as its first argument: a postgresql:// URL (the store's tables \
+            in --schema, flow_jobs by default), or an SQLite file, where a missing file is an error, never \
+            created. Other processes (workers) may use the database at the same time.
             """,
         subcommands: [
             ListCommand.self, InspectCommand.self, StatsCommand.self, RetryCommand.self, CancelCommand.self,
@@ -29,15 +32,32 @@ struct FlowJobsTool: ParsableCommand {
 
 /// The options every command takes: the database, and whether to answer in JSON.
 struct DatabaseOptions: ParsableArguments {
-    @Argument(help: "The job database file.")
+    @Argument(help: "The job database: an SQLite file, or a postgresql:// URL.")
     var database: String
+
+    @Option(help: "The PostgreSQL schema of the store's tables (a postgresql:// database only).")
+    var schema = "flow_jobs"
 
     @Flag(help: "Print JSON instead of text, for scripts.")
     var json = false
 
-    /// Opens the database, which must exist: a typo in the path is an error, not a new empty database.
-    func openStore() throws -> SQLiteJobStore {
-        try SQLiteJobStore(path: database, configuration: .init(createsMissingFile: false))
+    /// Whether the database is PostgreSQL rather than an SQLite file.
+    var isPostgres: Bool { JobStoreLocation.isPostgresURL(database) }
+
+    /// Opens the database, which must exist: a typo in a file's path is an error, not a new empty
+    /// database. A PostgreSQL store is opened on the main loop (its schema created when missing).
+    func openStore() throws -> any JobStore {
+        guard isPostgres else { return try openSQLiteStore() }
+        return try EventLoop.main.run(
+            until: PostgresJobStore.open(url: database, on: .main, configuration: .init(schema: schema)))
+    }
+
+    /// Opens an SQLite database, for the commands only that store has (its schedules).
+    func openSQLiteStore() throws -> SQLiteJobStore {
+        guard !isPostgres else {
+            throw ToolError(description: "the PostgreSQL store keeps no schedules; this command takes an SQLite file")
+        }
+        return try SQLiteJobStore(path: database, configuration: .init(createsMissingFile: false))
     }
 }
 
@@ -133,7 +153,7 @@ func printTable(_ header: [String], _ rows: [[String]]) {
 }
 
 /// A job's record, or the tool's error naming the missing identifier.
-func existingJob(_ id: JobID, in store: SQLiteJobStore) throws -> JobRecord {
+func existingJob(_ id: JobID, in store: any JobStore) throws -> JobRecord {
     guard let record = try EventLoop.main.run(until: store.job(id)) else {
         throw ToolError(description: "no job has the id \(id.rawValue) in this database")
     }
@@ -222,15 +242,19 @@ struct StatsCommand: ParsableCommand {
     func run() throws {
         let store = try options.openStore()
         let now = Int64((store.clock.now().timeIntervalSince1970 * 1000).rounded())
-        // The store protocol reads records, not aggregates: the counts come from the SQLite store's own
-        // table, in one read transaction.
+        // The store protocol reads records, not aggregates: the counts come from the store's own
+        // tables, in one read transaction. PostgreSQL keeps finished jobs in a table of their own.
+        let jobs = options.isPostgres
+            ? "(SELECT queue, state, run_at FROM flow_jobs UNION ALL SELECT queue, state, run_at FROM flow_jobs_history)"
+            : "flow_jobs"
+        let greatest = options.isPostgres ? "greatest" : "max"
         let rows = try EventLoop.main.run(until: store.transaction { transaction in
             try transaction.query(
                 """
                 SELECT queue, state, count(*),
-                       max(0, ? - min(CASE WHEN state IN ('available', 'scheduled', 'retryable') AND run_at <= ?
+                       \(greatest)(0, ? - min(CASE WHEN state IN ('available', 'scheduled', 'retryable') AND run_at <= ?
                                            THEN run_at END))
-                FROM flow_jobs GROUP BY queue, state ORDER BY queue, state
+                FROM \(jobs) AS jobs GROUP BY queue, state ORDER BY queue, state
                 """, [.integer(now), .integer(now)])
         })
         var statistics: [String: QueueStatistics] = [:]
@@ -285,10 +309,11 @@ struct RetryCommand: ParsableCommand {
         case .scheduled, .retryable, .available:
             let now = Int64((store.clock.now().timeIntervalSince1970 * 1000).rounded())
             let id = record.id.rawValue
+            let least = options.isPostgres ? "least" : "min"
             let changed = try EventLoop.main.run(until: store.transaction { transaction in
                 try transaction.execute(
                     """
-                    UPDATE flow_jobs SET run_at = min(run_at, ?)
+                    UPDATE flow_jobs SET run_at = \(least)(run_at, ?)
                     WHERE id = ? AND state IN ('scheduled', 'retryable', 'available')
                     """, [.integer(now), .integer(id)])
             })
@@ -374,11 +399,27 @@ struct DiscardCommand: ParsableCommand {
         let id = record.id.rawValue
         let reason = reason
         // Only while still queued: a worker may have claimed it since it was read.
+        let isPostgres = options.isPostgres
         let changed = try EventLoop.main.run(until: store.transaction { transaction in
-            try transaction.execute(
+            guard isPostgres else {
+                return try transaction.execute(
+                    """
+                    UPDATE flow_jobs SET state = 'discarded', finished_at = ?, last_error = ?, has_error = 1
+                    WHERE id = ? AND state IN ('scheduled', 'available', 'retryable')
+                    """, [.integer(now), .text(reason), .integer(id)])
+            }
+            // A finished job leaves PostgreSQL's table of unfinished jobs for the history table.
+            let moved = try transaction.execute(
                 """
-                UPDATE flow_jobs SET state = 'discarded', finished_at = ?, last_error = ?, has_error = 1
-                WHERE id = ? AND state IN ('scheduled', 'available', 'retryable')
+                WITH moved AS (
+                    DELETE FROM flow_jobs WHERE id = ? AND state IN ('scheduled', 'available', 'retryable') RETURNING *)
+                INSERT INTO flow_jobs_history SELECT * FROM moved
+                """, [.integer(id)])
+            guard moved == 1 else { return moved }
+            return try transaction.execute(
+                """
+                UPDATE flow_jobs_history SET state = 'discarded', finished_at = ?, last_error = ?, has_error = true
+                WHERE id = ?
                 """, [.integer(now), .text(reason), .integer(id)])
         })
         guard changed == 1 else { throw ToolError(description: "job \(id) was claimed meanwhile; cancel it instead") }
@@ -414,9 +455,11 @@ struct PurgeCommand: ParsableCommand {
         let cutoff = Int64(((store.clock.now().timeIntervalSince1970 - olderThan) * 1000).rounded())
         let states = (state.map { [$0] } ?? JobState.allCases.filter(\.isTerminal)).map { SQLValue.text($0.rawValue) }
         let placeholders = Array(repeating: "?", count: states.count).joined(separator: ", ")
+        // PostgreSQL keeps finished jobs in a table of their own.
+        let table = options.isPostgres ? "flow_jobs_history" : "flow_jobs"
         let deleted = try EventLoop.main.run(until: store.transaction { transaction in
             try transaction.execute(
-                "DELETE FROM flow_jobs WHERE state IN (\(placeholders)) AND finished_at <= ?",
+                "DELETE FROM \(table) WHERE state IN (\(placeholders)) AND finished_at <= ?",
                 states + [.integer(cutoff)])
         })
         if options.json { return try printJSON(["deleted": deleted]) }
