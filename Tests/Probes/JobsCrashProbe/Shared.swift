@@ -1,4 +1,6 @@
+import Flow
 import FlowJobs
+import FlowJobsPostgres
 import Foundation
 
 #if canImport(Glibc)
@@ -26,6 +28,9 @@ struct CrashJob: Codable, Sendable {
     var failTimes: Int
     /// How long an attempt works, in milliseconds.
     var workMilliseconds: Int
+    /// The driver's number for the job: the rows of an enqueue whose answer was lost (the server
+    /// crashed as it committed) are known by it.
+    var number: Int
 }
 
 /// The crash test's one kind of job: many attempts allowed, since kills count as attempts; short
@@ -74,17 +79,63 @@ struct AppendLog: Sendable {
     }
 }
 
-/// The files of one run, in its directory.
+/// The environment variable that names the run's PostgreSQL database (a `postgresql://` URL), which
+/// the controller sets for the driver and the workers; without it the run is on an SQLite file.
+let postgresURLVariable = "FLOW_JOBS_CRASH_POSTGRES_URL"
+
+/// The PostgreSQL schema of a run's tables, its own so that other tests on the server never see them.
+let crashTestSchema = "flow_jobs_crash_test"
+
+/// The files of one run, in its directory, and where its jobs are.
 struct RunFiles {
     let directory: String
+    /// The PostgreSQL database of the run, or `nil` for the SQLite file `database`.
+    var postgresURL: String? { ProcessInfo.processInfo.environment[postgresURLVariable] }
+    /// Whether this run's store is PostgreSQL.
+    static var isPostgres: Bool { ProcessInfo.processInfo.environment[postgresURLVariable] != nil }
     var database: String { directory + "/jobs.sqlite" }
     /// The driver's acknowledged enqueues: `ack <id> <unique key or -> <duplicate 0/1>`.
     var acknowledgements: String { directory + "/acks.log" }
     /// Claims (`claim <job> <attempt> <pid> <ms> <run at ms>`), self-kills (`selfkill <pid> <ms> <point>`),
-    /// kills (`kill <pid> <ms>`) and lost leases (`leaselost <pid> <job>`).
+    /// kills (`kill <pid> <ms>`), lost leases (`leaselost <pid> <job>`), workers ready (`ready <pid> <ms>`,
+    /// the store open and the worker started) and drained (`exit <pid> <ms>`), and the server's crashes
+    /// (`outage-start <ms>`, `outage-end <ms>`, once it accepts connections again).
     var events: String { directory + "/events.log" }
     /// The effect written outside the completion's transaction: `<job> <attempt> <pid>`.
     var outsideEffects: String { directory + "/outside.log" }
+}
+
+extension RunFiles {
+    /// Opens the run's store, on the main loop: the PostgreSQL one when the run has a URL, else the
+    /// SQLite file (which must exist).
+    func openStore() throws -> any JobStore {
+        guard let postgresURL else {
+            return try SQLiteJobStore(path: database, configuration: .init(createsMissingFile: false))
+        }
+        // A process started while the server is down (the controller crashed it) waits for it.
+        let deadline = nowMilliseconds() + 30_000
+        while true {
+            do {
+                // As many connections as a worker runs jobs, so that its claims (which rescue) do not
+                // wait behind its finishes for a connection.
+                return try EventLoop.main.run(
+                    until: PostgresJobStore.open(
+                        url: postgresURL, on: .main, configuration: .init(schema: crashTestSchema, maxConnections: 17)))
+            } catch let error as PostgresError where nowMilliseconds() < deadline {
+                if case .server = error { throw error }
+                usleep(100_000)
+            }
+        }
+    }
+}
+
+/// Closes either kind of store (the protocol has no `close`).
+func closing(_ store: any JobStore) -> Future<Void> {
+    switch store {
+    case let sqlite as SQLiteJobStore: sqlite.close()
+    case let postgres as PostgresJobStore: postgres.close()
+    default: Future(())
+    }
 }
 
 /// Writes `text` to standard error.
