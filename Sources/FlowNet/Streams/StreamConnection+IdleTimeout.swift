@@ -65,8 +65,9 @@ extension StreamConnection {
         }
     }
 
-    /// The scheduler whose clock and timers time the connection's ``idleTimeout`` and read deadline
-    /// (``setReadDeadline(in:)``): `nil` (the default) for the connection's loop, or another scheduler,
+    /// The scheduler whose clock and timers time the connection's ``idleTimeout``, read deadline
+    /// (``setReadDeadline(in:)``) and timed reads (``read(timeout:)``, the sequences' `idleTimeout`):
+    /// `nil` (the default) for the connection's loop, or another scheduler,
     /// such as a FlowTesting `VirtualTimeScheduler`'s, so that a test moves the time by hand and the
     /// timeouts take no real time. Its timers may fire on any thread: the connection then acts on its
     /// loop. Setting it starts the intervals of the timeouts already set again, on the new clock.
@@ -85,6 +86,7 @@ extension StreamConnection {
         set {
             loop.performAndWait("\(type(of: self)).timeoutScheduler") {
                 loopTimeoutScheduler = newValue
+                timedReadScheduler.withLock { $0 = newValue }
                 guard closing.isOpen else { return }
                 if idleTimeoutState != nil {
                     disposeIdleTimer()

@@ -70,6 +70,8 @@ public class StreamConnection: @unchecked Sendable {
     var idleTimeoutState: IdleTimeoutState?
     var readDeadlineState = ReadDeadlineState()
     var loopTimeoutScheduler: Scheduler?
+    /// ``timeoutScheduler`` for ``read(timeout:)``, which arms its timer on the caller's thread.
+    let timedReadScheduler = Locked<Scheduler?>(nil)
     /// Why the connection closed, when the library closed it: what reads fail with afterwards.
     var closeReason: Error?
     /// What ``EventLoop/activeResources()`` lists the connection as, before its idle timeout.
