@@ -171,7 +171,7 @@ final class ConnectionDefaults: Sendable {
         }
     }
 
-    /// Gives an accepted connection the listener's idle timeout. Loop context.
+    /// Gives an accepted connection the listener's timeout scheduler and idle timeout. Loop context.
     func prepare(_ connection: StreamConnection) {
         if let scheduler = connectionTimeoutScheduler { connection.timeoutScheduler = scheduler }
         if let seconds = connectionIdleTimeout { connection.idleTimeout = seconds }
