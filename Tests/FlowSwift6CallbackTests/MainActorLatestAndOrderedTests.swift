@@ -232,4 +232,31 @@ struct MainActorLatestAndOrderedTests {
         ])
         #expect(log.everyEntryWasOnTheMainLoop)
     }
+
+    @Test func batchesAndCoalescedActionsUpdateMainActorState() async throws {
+        let log = MainActorLog()
+        var coalescedRuns = 0   // captured main-actor state
+        let worker = EventLoop.startOnNewThread(name: "test.swift6.batch")
+        defer { worker.shutdown() }
+        // The queue executes on another loop; the batch's main-actor operation still runs on the main loop.
+        let queue = FutureQueue(executeOn: worker.scheduler)
+        let batched = queue.enqueueBatch(on: .mainActor) { batch -> Future<Int> in
+            log.append("batch")
+            return batch.enqueue { Future(4) }
+        }
+        #expect(try await batched.get() == 4)
+
+        let performer = SingleTaskPerformer<Void>()
+        let first = performer.coalesceToNextRunLoop(on: .mainActor) {
+            coalescedRuns += 1
+            log.append("coalesced")
+        }
+        let second = performer.coalesceToNextRunLoop(on: .mainActor) { coalescedRuns += 100 }
+        try await first.get()
+        try await second.get()
+        // Asked twice before the main loop's next turn: the first action runs, once.
+        #expect(coalescedRuns == 1)
+        #expect(log.entries == ["batch", "coalesced"])
+        #expect(log.everyEntryWasOnTheMainLoop)
+    }
 }

@@ -514,3 +514,35 @@ extension SignalProvider {
         bindTo(on: mainActor.scheduler, mainActor.callback(setValue))
     }
 }
+
+extension FutureQueue {
+    /// Adds a main-actor operation that runs the operations it adds to its own queue (`batch`, running
+    /// up to `maxConcurrentCount` at once) before the next operation of this queue starts: as
+    /// `enqueueBatch`, with the operation run on the main loop as the main actor (see
+    /// ``MainActorScheduler``).
+    ///
+    /// - Returns: a future completing like the operation's future once the batch is empty.
+    @discardableResult
+    public func enqueueBatch<Output>(
+        on mainActor: MainActorScheduler, maxConcurrentCount: Int = 1,
+        file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @MainActor (FutureQueue<Resource>) throws -> Future<Output>
+    ) -> Future<Output> {
+        enqueueBatch(maxConcurrentCount: maxConcurrentCount, file: file, line: line) { batch throws -> Future<Output> in
+            Future<Void>(()).flatMap(on: mainActor, file: file, line: line) { _ in try operation(batch) }
+        }
+    }
+}
+
+extension SingleTaskPerformer where Value == Void {
+    /// Runs main-actor `action` once on the main loop's next turn, however many calls come before it:
+    /// as `coalesceToNextRunLoop(on: .main)` (see ``MainActorScheduler``).
+    ///
+    /// - Returns: a future completing once the action has run.
+    @discardableResult
+    public func coalesceToNextRunLoop(
+        on mainActor: MainActorScheduler, action: @escaping @MainActor () throws -> Void
+    ) -> Future<Void> {
+        coalesceToNextRunLoop(on: mainActor.scheduler, action: mainActor.callback(action))
+    }
+}
