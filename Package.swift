@@ -292,7 +292,7 @@ let package = Package(
             name: "FlowNetTests",
             dependencies: [
                 "FlowNet", "Flow", "EchoServer", "HTTPHello", "HTTPParsing", "RetryJob", "Tour", "FlowTestSupport",
-                "RunReturnProbe",
+                "RunReturnProbe", "FlowTesting",
             ]
         ),
         .testTarget(

@@ -31,12 +31,12 @@ enum Responses {
 /// closes it when the client takes too long. Each request gets one response: `200` once its body is
 /// in, or `408` if the deadline comes first.
 ///
-/// Deadlines: the first request, and each request from its first byte, must arrive (head and body)
-/// within ``HTTPSessionSettings/requestTimeout``; between requests, and while the client does not read
-/// its answers, the connection may idle for ``HTTPSessionSettings/idleTimeout``. One loop timer per
-/// connection enforces them: reading a chunk only moves the deadline, and the timer, when it fires
-/// early, is armed again for the new deadline. A deadline that moves earlier (a request beginning
-/// while the connection waits out its idle timeout) re-arms the timer at once.
+/// Deadlines, both the connection's own: the first request, and each request from its first byte, must
+/// arrive (head and body) within ``HTTPSessionSettings/requestTimeout`` (the connection's read
+/// deadline, set as a request begins and removed once it is in, so bytes trickling in do not move it);
+/// otherwise (between requests, while the client does not read its answers, while the session closes)
+/// a connection that reads and writes no byte for ``HTTPSessionSettings/idleTimeout`` is closed by its
+/// idle timeout.
 final class HTTPSession {
     private let connection: TCPConnection
     private let settings: HTTPSessionSettings
@@ -44,11 +44,9 @@ final class HTTPSession {
     /// Set once the session stops reading: the connection is closing.
     private var isFinished = false
     private var isClosed = false
-    /// When the connection is closed, in ``EventLoop/uptimeNanoseconds``, unless something moves it.
-    private var deadline: UInt64 = 0
-    private var deadlineTimer: Disposable?
-    /// When the armed ``deadlineTimer`` fires.
-    private var timerFiresAt: UInt64 = 0
+    /// Whether the connection's read deadline is set: the first request, or one under way, must be
+    /// in by then.
+    private var hasRequestDeadline = false
     /// When a request last completed, or the connection opened: the registry closes the session with
     /// the oldest first when its loop is full.
     private(set) var lastProgress: UInt64 = 0
@@ -66,15 +64,20 @@ final class HTTPSession {
         lastProgress = EventLoop.uptimeNanoseconds
         registry = SessionRegistry.of(connection.loop, settings: settings)
         registry?.admit(self)
-        moveDeadline(by: settings.requestTimeout)
-        // Closed by someone else (a graceful stop's deadline, the loop shutting down): the deadline
-        // timer must go too, or it would keep the loop running until it fires.
+        startRequestDeadline()
+        // Closed by someone else (its idle timeout, a graceful stop's deadline, the loop shutting
+        // down): the session leaves its registry.
         connection.closing.whenClosed { [self] in closeNow() }
         connection.onRead { [self] event in
             switch event {
             case .bytes(let bytes): received(bytes)
             case .endOfStream: finish()
-            case .failed: closeNow()
+            case .failed(let error):
+                // The read deadline passed: a request under way is told so before the connection closes.
+                if error == StreamConnection.readDeadlineError, !isFinished, !parser.isBetweenRequests {
+                    connection.send(Responses.requestTimeout)
+                }
+                closeNow()
             }
         }
     }
@@ -109,18 +112,46 @@ final class HTTPSession {
             return
         }
         if parser.isBetweenRequests {
-            moveDeadline(by: settings.idleTimeout)
+            // Between requests only the idle timeout applies.
+            removeRequestDeadline()
         } else if wasBetweenRequests || answered > 0 {
             // A new request started in this chunk: its deadline counts from now, and does not move
             // while it trickles in.
-            moveDeadline(by: settings.requestTimeout)
+            startRequestDeadline()
         }
         if !connection.isWritable {
-            // A client pipelining faster than it reads waits until it has read what we sent.
+            // A client pipelining faster than it reads waits until it has read what we sent; while it
+            // does, only the idle timeout applies, and a request under way gets a new deadline after.
             connection.pauseReading()
-            moveDeadline(by: settings.idleTimeout)
-            connection.whenWritable().onValue { [connection] in connection.resumeReading() }
+            removeRequestDeadline()
+            let session = LoopBound(self, loop: connection.loop)
+            connection.whenWritable().onValue(on: connection.loop.scheduler) { session.value.resumeReading() }
         }
+    }
+
+    private func resumeReading() {
+        guard !isFinished else { return }
+        if !parser.isBetweenRequests { startRequestDeadline() }
+        connection.resumeReading()
+    }
+
+    // MARK: Deadlines
+
+    /// Gives the request now under way ``HTTPSessionSettings/requestTimeout`` from now, as the
+    /// connection's read deadline; meanwhile the idle timeout does not apply (a request may pause for
+    /// longer than it, within its deadline).
+    private func startRequestDeadline() {
+        if !hasRequestDeadline { connection.idleTimeout = nil }
+        hasRequestDeadline = true
+        connection.setReadDeadline(in: settings.requestTimeout)
+    }
+
+    /// No request is under way: the connection's idle timeout applies again.
+    private func removeRequestDeadline() {
+        guard hasRequestDeadline else { return }
+        hasRequestDeadline = false
+        connection.setReadDeadline(in: nil)
+        connection.idleTimeout = settings.idleTimeout
     }
 
     private func flush(_ count: inout Int) {
@@ -129,46 +160,15 @@ final class HTTPSession {
         count = 0
     }
 
-    // MARK: Deadlines
-
-    private func moveDeadline(by seconds: Double) {
-        deadline = EventLoop.uptimeNanoseconds + UInt64(seconds * 1e9)
-        if let timer = deadlineTimer, deadline < timerFiresAt {
-            // The deadline moved earlier: a request began on a connection waiting out its idle
-            // timeout, and the timer armed for that would give the request until then.
-            timer.dispose()
-            deadlineTimer = nil
-        }
-        if deadlineTimer == nil { armDeadlineTimer() }
-    }
-
-    private func armDeadlineTimer() {
-        // The timer fires on the connection's loop, where this session lives.
-        let session = LoopBound(self, loop: connection.loop)
-        timerFiresAt = deadline
-        deadlineTimer = connection.loop.execute(atUptimeNanoseconds: deadline) { session.value.deadlineReached() }
-    }
-
-    private func deadlineReached() {
-        deadlineTimer = nil
-        guard !isClosed else { return }
-        if EventLoop.uptimeNanoseconds < deadline {
-            armDeadlineTimer()
-            return
-        }
-        if !isFinished, !parser.isBetweenRequests { connection.send(Responses.requestTimeout) }
-        closeNow()
-    }
-
     // MARK: Closing
 
     /// Sends what is queued, tells the client we are done, then closes; a client that does not take
-    /// what is queued within the idle timeout is closed anyway.
+    /// what is queued is closed by the connection's idle timeout.
     private func finish() {
         guard !isFinished else { return }
         isFinished = true
         connection.pauseReading()
-        moveDeadline(by: settings.idleTimeout)
+        removeRequestDeadline()
         let session = LoopBound(self, loop: connection.loop)
         connection.shutdown().always(on: connection.loop.scheduler) { session.value.closeNow() }
     }
@@ -185,8 +185,6 @@ final class HTTPSession {
         isClosed = true
         registry?.remove(self)
         registry = nil
-        deadlineTimer?.dispose()
-        deadlineTimer = nil
         connection.close()
     }
 }

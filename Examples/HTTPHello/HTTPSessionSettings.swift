@@ -12,8 +12,8 @@ struct HTTPSessionSettings: Sendable {
     /// first request within this many seconds of the connection: a client that sends half a head and
     /// stops is answered `408` and closed.
     var requestTimeout: Double = 10
-    /// A keep-alive connection between requests, or one whose client does not read its answers, is
-    /// closed after this many seconds.
+    /// A connection that reads and writes no byte for this many seconds (a keep-alive connection
+    /// between requests, one whose client does not read its answers) is closed: its idle timeout.
     var idleTimeout: Double = 30
     /// What a request may hold.
     var limits = HTTPRequestLimits()

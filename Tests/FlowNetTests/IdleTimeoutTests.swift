@@ -1,5 +1,6 @@
 import Flow
 import FlowNet
+import FlowTesting
 import Foundation
 import Testing
 
@@ -48,7 +49,12 @@ struct IdleTimeoutTests {
 
     @Test func aReadThatTimesOutLosesNoBytesToTheNextRead() async throws {
         try await withTimeoutPair { server, client in
-            await #expect(throws: StreamTimeoutError.idle(seconds: 0.05)) { try await server.read(timeout: 0.05).get() }
+            // Timed on a virtual clock: the read's timer is armed before read(timeout:) returns.
+            let clock = VirtualTimeScheduler()
+            server.timeoutScheduler = clock.scheduler
+            let timedOut = server.read(timeout: 30)
+            clock.advance(by: 30)
+            await #expect(throws: StreamTimeoutError.idle(seconds: 30)) { try await timedOut.get() }
             try await client.writeAsync("late")
             #expect(try await server.read(timeout: 3600).get() == Array("late".utf8))
         }

@@ -387,3 +387,162 @@ extension Future {
         self.init(on: mainActor.scheduler, file: file, line: line, immediate: mainActor.callback(work))
     }
 }
+
+extension Future {
+    /// Runs main-actor `body` with the value if the future succeeds, on the main loop, and completes
+    /// with the value once the future `body` returns has succeeded: as `onValuePassItThrough(on: .main)`
+    /// (see ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func onValuePassItThrough<Other>(
+        on mainActor: MainActorScheduler, _ body: @escaping @MainActor (Value) throws -> Future<Other>
+    ) -> Future<Value> {
+        onValuePassItThrough(on: mainActor.scheduler, mainActor.callback(body))
+    }
+
+    /// Runs main-actor `body` with the error if the future fails, on the main loop, and fails with the
+    /// same error once the future `body` returns has succeeded: as `onErrorPassItThrough(on: .main)`
+    /// (see ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func onErrorPassItThrough<Other>(
+        on mainActor: MainActorScheduler, _ body: @escaping @MainActor (Error) throws -> Future<Other>
+    ) -> Future<Value> {
+        onErrorPassItThrough(on: mainActor.scheduler, mainActor.callback(body))
+    }
+
+    /// Runs main-actor `body` with the result, on the main loop, and completes with that result once
+    /// the future `body` returns has succeeded: as `onResultPassItThrough(on: .main)` (see
+    /// ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func onResultPassItThrough<Other>(
+        on mainActor: MainActorScheduler, _ body: @escaping @MainActor (Result<Value>) throws -> Future<Other>
+    ) -> Future<Value> {
+        onResultPassItThrough(on: mainActor.scheduler, mainActor.callback(body))
+    }
+
+    /// The future's result, delayed by the seconds main-actor `delay` returns for it (`nil`: not
+    /// delayed), asked on the main loop, whose timer times the wait: as `delay(on: .main, by:)` (see
+    /// ``MainActorScheduler``).
+    @inlinable
+    @discardableResult
+    public final func delay(
+        on mainActor: MainActorScheduler, by delay: @escaping @MainActor (Result<Value>) -> Double?
+    ) -> Future<Value> {
+        self.delay(on: mainActor.scheduler, by: mainActor.callback(delay))
+    }
+
+    /// A future that runs this future's operation again after a result main-actor `predicate` asks to
+    /// repeat, on the main loop: as `onResultRepeat(on: .main, ...)` (see ``MainActorScheduler``).
+    @discardableResult
+    public final func onResultRepeat(
+        on mainActor: MainActorScheduler,
+        delayBetweenRepetitions: Double? = nil, maxRepetitions: Int? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @MainActor (Result<Value>) -> Bool = { _ in true }
+    ) -> Future<Value> {
+        onResultRepeat(
+            on: mainActor.scheduler, delayBetweenRepetitions: delayBetweenRepetitions,
+            maxRepetitions: maxRepetitions, file: file, line: line, when: mainActor.callback(predicate))
+    }
+
+    /// A future that runs this future's operation again when it fails and the future main-actor
+    /// `predicate` returns for the error gives `true`; `predicate` runs on the main loop: as
+    /// `onErrorRepeat(on: .main, when:)` with a deciding future (see ``MainActorScheduler``).
+    @discardableResult
+    public final func onErrorRepeat(
+        on mainActor: MainActorScheduler, maxRepetitions: Int? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @MainActor (Error) -> Future<Bool>
+    ) -> Future<Value> {
+        onErrorRepeat(
+            on: mainActor.scheduler, maxRepetitions: maxRepetitions, file: file, line: line,
+            when: mainActor.callback(predicate))
+    }
+
+    /// A future that runs this future's operation again when the future main-actor `predicate` returns
+    /// for the result gives `true`; `predicate` runs on the main loop: as
+    /// `onResultRepeat(on: .main, when:)` with a deciding future (see ``MainActorScheduler``).
+    @discardableResult
+    public final func onResultRepeat(
+        on mainActor: MainActorScheduler, maxRepetitions: Int? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
+        when predicate: @escaping @MainActor (Result<Value>) -> Future<Bool>
+    ) -> Future<Value> {
+        onResultRepeat(
+            on: mainActor.scheduler, maxRepetitions: maxRepetitions, file: file, line: line,
+            when: mainActor.callback(predicate))
+    }
+}
+
+extension Sequence where Element: Sendable {
+    /// The values of the futures main-actor `transform` returns for the elements, one element after
+    /// the other, each asked on the main loop: as `mapToFuture(on: .main)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// var uploaded = 0   // main-actor state
+    /// files.mapToFuture(on: .mainActor) { file in upload(file).onValue(on: .mainActor) { _ in uploaded += 1 } }
+    /// ```
+    @discardableResult
+    public func mapToFuture<Output>(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        transform: @escaping @MainActor (Element) throws -> Future<Output>
+    ) -> Future<[Output]> {
+        mapToFuture(on: mainActor.scheduler, file: file, line: line, transform: mainActor.callback(transform))
+    }
+
+    /// The results of the futures main-actor `transform` returns for the elements, one element after
+    /// the other, each asked on the main loop, carrying on after a failure: as
+    /// `mapToFutureResults(on: .main)` (see ``MainActorScheduler``).
+    @discardableResult
+    public func mapToFutureResults<Output>(
+        on mainActor: MainActorScheduler, file: StaticString = #fileID, line: UInt = #line,
+        transform: @escaping @MainActor (Element) throws -> Future<Output>
+    ) -> Future<[Result<Output>]> {
+        mapToFutureResults(on: mainActor.scheduler, file: file, line: line, transform: mainActor.callback(transform))
+    }
+}
+
+extension SignalProvider {
+    /// Sets main-actor state with each value from now on, through `setValue` on the main loop: as
+    /// `bindTo(on: .main, _:)` with a closure (see ``MainActorScheduler``).
+    ///
+    /// - Returns: a disposable that stops the binding.
+    @inlinable
+    public func bindTo(on mainActor: MainActorScheduler, _ setValue: @escaping @MainActor (Value) -> Void) -> Disposable {
+        bindTo(on: mainActor.scheduler, mainActor.callback(setValue))
+    }
+}
+
+extension FutureQueue {
+    /// Adds a main-actor operation that runs the operations it adds to its own queue (`batch`, running
+    /// up to `maxConcurrentCount` at once) before the next operation of this queue starts: as
+    /// `enqueueBatch`, with the operation run on the main loop as the main actor (see
+    /// ``MainActorScheduler``).
+    ///
+    /// - Returns: a future completing like the operation's future once the batch is empty.
+    @discardableResult
+    public func enqueueBatch<Output>(
+        on mainActor: MainActorScheduler, maxConcurrentCount: Int = 1,
+        file: StaticString = #fileID, line: UInt = #line,
+        _ operation: @escaping @MainActor (FutureQueue<Resource>) throws -> Future<Output>
+    ) -> Future<Output> {
+        enqueueBatch(maxConcurrentCount: maxConcurrentCount, file: file, line: line) { batch throws -> Future<Output> in
+            Future<Void>(()).flatMap(on: mainActor, file: file, line: line) { _ in try operation(batch) }
+        }
+    }
+}
+
+extension SingleTaskPerformer where Value == Void {
+    /// Runs main-actor `action` once on the main loop's next turn, however many calls come before it:
+    /// as `coalesceToNextRunLoop(on: .main)` (see ``MainActorScheduler``).
+    ///
+    /// - Returns: a future completing once the action has run.
+    @discardableResult
+    public func coalesceToNextRunLoop(
+        on mainActor: MainActorScheduler, action: @escaping @MainActor () throws -> Void
+    ) -> Future<Void> {
+        coalesceToNextRunLoop(on: mainActor.scheduler, action: mainActor.callback(action))
+    }
+}

@@ -250,3 +250,141 @@ extension MainActorScheduler {
         scheduler.async(after: delay, execute: callback(work))
     }
 }
+
+extension SignalProvider {
+    /// The values while main-actor `predicate` accepts them, ending at the first it rejects, run on the
+    /// main loop: as ``take(while:)``, for a predicate that reads main-actor state (see
+    /// ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let untilFull = uploads.take(on: .mainActor) { _ in queue.count < limit }   // main-actor state
+    /// ```
+    public func take(
+        on mainActor: MainActorScheduler, while predicate: @escaping @MainActor (Value) -> Bool
+    ) -> FiniteSignal<Value> {
+        take(on: mainActor.scheduler, while: mainActor.callback(predicate))
+    }
+
+    /// For each value, the value of the future main-actor `transform` returns, run on the main loop; a
+    /// new value cancels the previous future: as `mapLatestToFuture(on: .main)` (see
+    /// ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let results = queries.mapLatestToFuture(on: .mainActor) { query in search(query, in: scope) }
+    /// ```
+    @inlinable
+    public func mapLatestToFuture<Output>(
+        on mainActor: MainActorScheduler, _ transform: @escaping @MainActor (Value) -> Future<Output>
+    ) -> FiniteSignal<Output> {
+        mapLatestToFuture(on: mainActor.scheduler, mainActor.callback(transform))
+    }
+}
+
+extension SignalProvider where Kind == Plain {
+    /// The values of the signal main-actor `transform` made from the latest value, run on the main
+    /// loop; a new value disposes of the previous inner signal: as `flatMapLatest(on: .main)` (see
+    /// ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// let messages = selectedRoom.flatMapLatest(on: .mainActor) { room in rooms[room].messages }
+    /// ```
+    @inlinable
+    public func flatMapLatest<InnerKind, Output>(
+        on mainActor: MainActorScheduler, _ transform: @escaping @MainActor (Value) -> CoreSignal<InnerKind, Output>
+    ) -> CoreSignal<InnerKind.DropReadWrite, Output> {
+        flatMapLatest(on: mainActor.scheduler, mainActor.callback(transform))
+    }
+}
+
+extension SignalProvider where Kind == Finite {
+    /// The values of the signal main-actor `transform` made from the latest value, run on the main
+    /// loop; a new value disposes of the previous inner signal, and the result ends when this signal
+    /// or the inner one ends: as `flatMapLatest(on: .main)` (see ``MainActorScheduler``).
+    @inlinable
+    public func flatMapLatest<InnerKind, Output>(
+        on mainActor: MainActorScheduler, _ transform: @escaping @MainActor (Value) -> CoreSignal<InnerKind, Output>
+    ) -> FiniteSignal<Output> {
+        flatMapLatest(on: mainActor.scheduler, mainActor.callback(transform))
+    }
+}
+
+extension SignalProvider where Kind.DropWrite == Read {
+    /// The values of the signal main-actor `transform` made from the latest value (the current one
+    /// first), run on the main loop; a new value disposes of the previous inner signal: as
+    /// `flatMapLatest(on: .main)` (see ``MainActorScheduler``).
+    @inlinable
+    public func flatMapLatest<InnerKind, Output>(
+        on mainActor: MainActorScheduler, _ transform: @escaping @MainActor (Value) -> CoreSignal<InnerKind, Output>
+    ) -> CoreSignal<InnerKind, Output> {
+        flatMapLatest(on: mainActor.scheduler, mainActor.callback(transform))
+    }
+}
+
+extension SignalProvider where Kind == ReadWrite {
+    /// A read-write signal that also runs main-actor `callback` with each new value, on the main loop,
+    /// just before it is written: as `willWrite(on: .main)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// var edits = 0   // main-actor state
+    /// let name = ReadWriteSignal("").willWrite(on: .mainActor) { _ in edits += 1 }
+    /// ```
+    @inlinable
+    public func willWrite(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Value) -> Void
+    ) -> ReadWriteSignal<Value> {
+        willWrite(on: mainActor.scheduler, mainActor.callback(callback))
+    }
+
+    /// A read-write signal that also runs main-actor `callback` with each new value, on the main loop,
+    /// just after it was written: as `didWrite(on: .main)` (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// var saved = ""   // main-actor state
+    /// let name = ReadWriteSignal("").didWrite(on: .mainActor) { saved = $0 }
+    /// ```
+    @inlinable
+    public func didWrite(
+        on mainActor: MainActorScheduler, _ callback: @escaping @MainActor (Value) -> Void
+    ) -> ReadWriteSignal<Value> {
+        didWrite(on: mainActor.scheduler, mainActor.callback(callback))
+    }
+}
+
+extension OrderedCallbacker {
+    /// Registers main-actor `callback` at the place `orderedValue` gives it; it runs on the main loop,
+    /// whatever thread calls `callAll`, and the next callback waits for the future it returns: for a
+    /// callback that reads or updates main-actor state (see ``MainActorScheduler``).
+    ///
+    /// ```swift
+    /// var unsaved = ["draft"]   // main-actor state
+    /// bag += willQuit.addCallback(on: .mainActor, { _ in
+    ///     save(unsaved).onValue(on: .mainActor) { unsaved = [] }.toVoid()
+    /// }, orderedBy: 1)
+    /// ```
+    ///
+    /// - Returns: a disposable that unregisters the callback.
+    public func addCallback(
+        on mainActor: MainActorScheduler,
+        _ callback: @escaping @MainActor (CallbackValue) -> Future<Void>, orderedBy orderedValue: OrderedValue
+    ) -> Disposable {
+        let onTheMainActor = mainActor.callback(callback)
+        return addCallback({ value -> Future<Void> in
+            Future<Void>(()).flatMap(on: mainActor.scheduler) { _ in onTheMainActor(value) }
+        }, orderedBy: orderedValue)
+    }
+
+    /// Registers main-actor `callback` at the place `orderedValue` gives it; it runs on the main loop,
+    /// whatever thread calls `callAll`, and the next callback runs once it has returned (see
+    /// ``MainActorScheduler``).
+    ///
+    /// - Returns: a disposable that unregisters the callback.
+    public func addCallback(
+        on mainActor: MainActorScheduler,
+        _ callback: @escaping @MainActor (CallbackValue) -> Void, orderedBy orderedValue: OrderedValue
+    ) -> Disposable {
+        addCallback(on: mainActor, { value -> Future<Void> in
+            callback(value)
+            return Future()
+        }, orderedBy: orderedValue)
+    }
+}

@@ -266,10 +266,16 @@ extension SignalProvider {
     /// ```
     @preconcurrency
     public func take(while predicate: @escaping @Sendable (Value) -> Bool) -> FiniteSignal<Value> {
+        take(on: .none, while: predicate)
+    }
+
+    /// ``take(while:)`` with `predicate` run on `scheduler` (``Scheduler/none``: where the value is
+    /// signalled).
+    func take(on scheduler: Scheduler, while predicate: @escaping @Sendable (Value) -> Bool) -> FiniteSignal<Value> {
         let signal = providedSignal
         return FiniteSignal(setValue: signal.setter, register: { callback in
             let state = Locked(TakeWhileStateMachine())
-            return signal.register { eventType in
+            return signal.observe(on: scheduler) { eventType in
                 guard state.withLock({ $0.isTaking }) else { return }
                 if case .event(.value(let value)) = eventType, !predicate(value) {
                     if state.withLock({ $0.end() }) { callback(.event(.end)) }

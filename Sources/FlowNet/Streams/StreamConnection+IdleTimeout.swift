@@ -57,7 +57,7 @@ extension StreamConnection {
                 guard closing.isOpen else { return }
                 stopIdleTimer()
                 if let newValue {
-                    idleTimeoutState = IdleTimeoutState(seconds: newValue, lastActivity: EventLoop.uptimeNanoseconds)
+                    idleTimeoutState = IdleTimeoutState(seconds: newValue, lastActivity: timeoutClockReading)
                     armIdleTimer()
                 }
                 listResource()
@@ -65,10 +65,59 @@ extension StreamConnection {
         }
     }
 
+    /// The scheduler whose clock and timers time the connection's ``idleTimeout``, read deadline
+    /// (``setReadDeadline(in:)``) and timed reads (``read(timeout:)``, the sequences' `idleTimeout`):
+    /// `nil` (the default) for the connection's loop, or another scheduler,
+    /// such as a FlowTesting `VirtualTimeScheduler`'s, so that a test moves the time by hand and the
+    /// timeouts take no real time. Its timers may fire on any thread: the connection then acts on its
+    /// loop. Setting it starts the intervals of the timeouts already set again, on the new clock.
+    /// Callable from any thread.
+    ///
+    /// ```swift
+    /// let clock = VirtualTimeScheduler()
+    /// connection.timeoutScheduler = clock.scheduler
+    /// connection.idleTimeout = 30
+    /// clock.advance(by: 30)   // the connection closes, on its loop
+    /// ```
+    public var timeoutScheduler: Scheduler? {
+        get {
+            loop.performAndWait("\(type(of: self)).timeoutScheduler") { loopTimeoutScheduler }
+        }
+        set {
+            loop.performAndWait("\(type(of: self)).timeoutScheduler") {
+                loopTimeoutScheduler = newValue
+                timedReadScheduler.withLock { $0 = newValue }
+                guard closing.isOpen else { return }
+                if idleTimeoutState != nil {
+                    disposeIdleTimer()
+                    idleTimeoutState?.lastActivity = timeoutClockReading
+                    armIdleTimer()
+                }
+                restartReadDeadline()
+            }
+        }
+    }
+
+    /// The time on the clock the timeouts are timed on, in nanoseconds. Loop context only.
+    var timeoutClockReading: UInt64 {
+        loopTimeoutScheduler?.uptimeNanoseconds ?? EventLoop.uptimeNanoseconds
+    }
+
+    /// Runs `fired` on the loop once the timeouts' clock reaches `deadline`, unless the returned
+    /// disposable is disposed first. Loop context only.
+    func scheduleTimeout(at deadline: UInt64, _ fired: @escaping @Sendable () -> Void) -> Disposable {
+        guard let scheduler = loopTimeoutScheduler else {
+            return loop.execute(atUptimeNanoseconds: deadline, fired)
+        }
+        let now = scheduler.uptimeNanoseconds
+        let seconds = deadline > now ? Double(deadline - now) / 1e9 : 0
+        return scheduler.async(after: seconds) { [self] in onLoop(fired) }
+    }
+
     /// A byte was read or written: the idle interval starts again. The timer is not moved; when it
     /// fires early it is armed for what is left. Loop context only.
     func noteActivity() {
-        idleTimeoutState?.lastActivity = EventLoop.uptimeNanoseconds
+        idleTimeoutState?.lastActivity = timeoutClockReading
     }
 
     /// Stops the idle timer and forgets the timeout. Loop context only.
@@ -87,13 +136,13 @@ extension StreamConnection {
         guard let state = idleTimeoutState else { return }
         let deadline = state.lastActivity + UInt64(state.seconds * 1e9)
         // The connection stays alive until it closes, and closing disposes the timer.
-        idleTimeoutState?.timer = loop.execute(atUptimeNanoseconds: deadline) { [self] in idleTimerFired() }
+        idleTimeoutState?.timer = scheduleTimeout(at: deadline) { [self] in idleTimerFired() }
     }
 
     private func idleTimerFired() {
         guard let state = idleTimeoutState, closing.isOpen else { return }
         idleTimeoutState?.timer = nil
-        let idleFor = EventLoop.uptimeNanoseconds &- state.lastActivity
+        let idleFor = timeoutClockReading &- state.lastActivity
         guard idleFor >= UInt64(state.seconds * 1e9) else {
             armIdleTimer()
             return
@@ -103,10 +152,16 @@ extension StreamConnection {
     }
 }
 
-/// A listener's ``TCPListener/connectionIdleTimeout`` (or ``PipeListener/connectionIdleTimeout``), read
-/// as each connection is accepted. Callable from any thread.
+/// A listener's ``TCPListener/connectionIdleTimeout`` and ``TCPListener/connectionTimeoutScheduler``
+/// (or the ``PipeListener`` ones), read as each connection is accepted. Callable from any thread.
 final class ConnectionDefaults: Sendable {
     private let idleTimeout = Locked<Double?>(nil)
+    private let timeoutScheduler = Locked<Scheduler?>(nil)
+
+    var connectionTimeoutScheduler: Scheduler? {
+        get { timeoutScheduler.withLock { $0 } }
+        set { timeoutScheduler.withLock { $0 = newValue } }
+    }
 
     var connectionIdleTimeout: Double? {
         get { idleTimeout.withLock { $0 } }
@@ -116,8 +171,9 @@ final class ConnectionDefaults: Sendable {
         }
     }
 
-    /// Gives an accepted connection the listener's idle timeout. Loop context.
+    /// Gives an accepted connection the listener's timeout scheduler and idle timeout. Loop context.
     func prepare(_ connection: StreamConnection) {
+        if let scheduler = connectionTimeoutScheduler { connection.timeoutScheduler = scheduler }
         if let seconds = connectionIdleTimeout { connection.idleTimeout = seconds }
     }
 }

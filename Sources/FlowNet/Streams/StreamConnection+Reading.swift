@@ -49,6 +49,10 @@ extension StreamConnection {
                 return
             }
             readMode = .handler(handler)
+            if readDeadlineState.hasPassed {
+                let late = LoopConfined(handler)
+                loop.execute { late.value(.failed(Self.readDeadlineError)) }
+            }
             if !isReadingPaused { startLibuvReading() }
         }
     }
@@ -116,7 +120,9 @@ extension StreamConnection {
                 pending.fail(closeReason ?? EventLoopError.cancelledByClose)
                 return
             case .none:
-                readMode = .futures(FutureReads())
+                let reads = FutureReads()
+                if readDeadlineState.hasPassed { reads.end = .failure(Self.readDeadlineError) }
+                readMode = .futures(reads)
             case .futures:
                 break
             }
@@ -188,6 +194,15 @@ extension StreamConnection {
             deliver(.failed(EventLoop.error(Int32(count))))
         }
         // 0: libuv found nothing to read after all (EAGAIN).
+    }
+
+    /// The read deadline has passed: reading stops for good, and the readers, now or later, are told
+    /// `ETIMEDOUT`. Loop context only.
+    func endReadingAtDeadline() {
+        hasReachedEnd = true
+        readDeadlineState.hasPassed = true
+        stopLibuvReading()
+        deliver(.failed(Self.readDeadlineError))
     }
 
     private func deliver(_ event: ReadEvent) {

@@ -15,7 +15,8 @@ public enum StreamTimeoutError: Error, Hashable, CustomStringConvertible {
 
 extension StreamConnection {
     /// Reads the next chunk like ``read()``, or fails with ``StreamTimeoutError/idle(seconds:)`` if
-    /// none comes within `timeout` seconds, on the connection's loop timer. Callable from any thread.
+    /// none comes within `timeout` seconds, on the connection's loop timer (or its
+    /// ``timeoutScheduler``'s). Callable from any thread.
     ///
     /// Nothing is lost to a timeout: bytes that come after it go to the next read. The connection
     /// stays open; close it, or read again, as the protocol wants.
@@ -38,7 +39,9 @@ extension StreamConnection {
         // Observing the read through a future of its own: cancelling that future at the deadline
         // leaves the read with no observer, which cancels it and takes it off the waiting reads.
         let observed = read(claimingHeldBytesExcept: reader).onResult(on: .none) { read in result.complete(read) }
-        let deadline = loop.scheduler.async(after: timeout) {
+        // On the timeouts' scheduler (the loop's by default); another one's timer may fire on any
+        // thread, which the result and the read's future allow.
+        let deadline = (timedReadScheduler.withLock { $0 } ?? loop.scheduler).async(after: timeout) {
             guard !result.isCompleted else { return }
             result.fail(StreamTimeoutError.idle(seconds: timeout))
             observed.cancel()

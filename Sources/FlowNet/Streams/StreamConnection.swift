@@ -65,8 +65,13 @@ public class StreamConnection: @unchecked Sendable {
     }
     var loopWriteBufferLimit = 256 * 1024
 
-    // The connection-wide idle timeout (see StreamConnection+IdleTimeout.swift).
+    // The connection-wide idle timeout, the read deadline and the scheduler timing them, nil for the
+    // loop (see StreamConnection+IdleTimeout.swift and StreamConnection+ReadDeadline.swift).
     var idleTimeoutState: IdleTimeoutState?
+    var readDeadlineState = ReadDeadlineState()
+    var loopTimeoutScheduler: Scheduler?
+    /// ``timeoutScheduler`` for ``read(timeout:)``, which arms its timer on the caller's thread.
+    let timedReadScheduler = Locked<Scheduler?>(nil)
     /// Why the connection closed, when the library closed it: what reads fail with afterwards.
     var closeReason: Error?
     /// What ``EventLoop/activeResources()`` lists the connection as, before its idle timeout.
@@ -138,6 +143,7 @@ public class StreamConnection: @unchecked Sendable {
     private func didClose() {
         UnsafeMutableRawPointer(handle).deallocate()
         disposeIdleTimer()
+        readDeadlineState.disposeTimer()
         let error = closeReason ?? EventLoopError.cancelledByClose
         // Handlers may capture this connection: dropping them here breaks that cycle.
         let pendingReads = readMode.takeWaitingReaders()

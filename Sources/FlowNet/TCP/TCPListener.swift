@@ -45,6 +45,15 @@ public final class TCPListener: Sendable {
         get { connectionDefaults.connectionIdleTimeout }
         set { connectionDefaults.connectionIdleTimeout = newValue }
     }
+
+    /// The ``StreamConnection/timeoutScheduler`` each connection accepted from now on starts with: the
+    /// scheduler whose clock times its idle timeout and read deadline; `nil` (the default) for the
+    /// connection's loop. Tests give a FlowTesting `VirtualTimeScheduler`'s scheduler, to move the
+    /// connections' time by hand. Callable from any thread.
+    public var connectionTimeoutScheduler: Scheduler? {
+        get { connectionDefaults.connectionTimeoutScheduler }
+        set { connectionDefaults.connectionTimeoutScheduler = newValue }
+    }
     /// How many times accepting an incoming connection failed, as libuv reports it (running out of
     /// file descriptors, above all). Callable from any thread (read on the loop).
     ///
