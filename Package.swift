@@ -201,7 +201,7 @@ let package = Package(
         // Issue #37's multi-process crash test: a controller, a driver and worker processes (Scripts/jobs-crash-test).
         .executableTarget(
             name: "JobsCrashProbe",
-            dependencies: ["Flow", "FlowJobs", "FlowSystem", "CSQLite"],
+            dependencies: ["Flow", "FlowJobs", "FlowJobsPostgres", "FlowSystem", "CSQLite"],
             path: "Tests/Probes/JobsCrashProbe"
         ),
 
