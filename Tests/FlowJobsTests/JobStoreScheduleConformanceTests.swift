@@ -82,6 +82,27 @@ struct JobStoreScheduleConformanceTests {
     }
 
     @Test(arguments: JobStoreFactory.all)
+    func firingsOfOneTickAtOnceFromTwoInstancesEnqueueOneJobAndFailNone(_ factory: JobStoreFactory) async throws {
+        let subject = try ScheduleSubject(factory)
+        _ = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
+        subject.wallClock.advance(by: 60)
+        let firing = try subject.firing(dueSecond: 60)
+        let stores = [subject.store, subject.other]
+        // Eight firings in flight together, four on each instance: the store orders them, and only the
+        // first enqueues; none fails on the tick's key.
+        let results = try await withThrowingTaskGroup(of: ScheduleFiringResult.self) { group in
+            for index in 0..<8 {
+                let store = stores[index % 2]
+                group.addTask { try await store.fireSchedule(firing).get() }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.flatMap(enqueuedIDs).count == 1)
+        #expect(results.flatMap(\.ticks).filter { $0.outcome == .alreadyFired }.count == 7)
+        #expect(try await subject.tickJobs() == [60])
+    }
+
+    @Test(arguments: JobStoreFactory.all)
     func aTicksRowOutlivesItsJobSoTheTickIsNeverEnqueuedAgain(_ factory: JobStoreFactory) async throws {
         let subject = try ScheduleSubject(factory)
         _ = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
