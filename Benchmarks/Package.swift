@@ -85,6 +85,15 @@ let package = Package(
                 .product(name: "FlowJobs", package: flowPackage),
             ]
         ),
+        // J6-pg: a schedule's tick to its handler's start on FlowJobsPostgres (Benchmarks/jobs-postgres).
+        .executableTarget(
+            name: "JobsPostgresScheduleBenchmarks",
+            dependencies: [
+                .product(name: "Flow", package: flowPackage),
+                .product(name: "FlowJobs", package: flowPackage),
+                .product(name: "FlowJobsPostgres", package: flowPackage),
+            ]
+        ),
         // P10-limit's reference: the same keep-alive hello server in C on libuv, one loop.
         .executableTarget(name: "CHTTPHello", linkerSettings: [.linkedLibrary("uv")]),
         // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.

@@ -11,15 +11,15 @@ extension SQLiteJobStore {
     public func fireSchedule(_ firing: ScheduleFiring) -> Future<ScheduleFiringResult> {
         let clock = clock
         return writer.submit { connection in
-            try Self.fire(firing, now: clock.now().milliseconds, on: connection)
+            try firing.fire(on: SQLiteScheduleStorage(connection: connection), now: clock.now().milliseconds)
         }
     }
 
     /// The schedules this store has fired, in name order; see ``JobStore/schedules()``.
     public func schedules() -> Future<[ScheduleState]> {
         writer.submit { connection in
-            try connection.query("SELECT \(Self.scheduleColumns) FROM flow_schedules ORDER BY name").map(
-                Self.decodeSchedule)
+            try connection.query("SELECT \(ScheduleState.columns) FROM flow_schedules ORDER BY name").map(
+                ScheduleState.init(row:))
         }
     }
 
@@ -30,148 +30,85 @@ extension SQLiteJobStore {
     public func setSchedulePaused(_ isPaused: Bool, name: String) -> Future<ScheduleState?> {
         writer.submit { connection in
             try connection.query(
-                "UPDATE flow_schedules SET paused = ? WHERE name = ? RETURNING \(Self.scheduleColumns)",
+                "UPDATE flow_schedules SET paused = ? WHERE name = ? RETURNING \(ScheduleState.columns)",
                 [.integer(isPaused ? 1 : 0), .text(name)]
-            ).first.map(Self.decodeSchedule)
+            ).first.map(ScheduleState.init(row:))
         }
     }
+}
 
-    // MARK: SQL
+/// A schedule's firing steps in SQLite's SQL, on the writer's connection (which alone writes, so
+/// firings of a schedule already run one after the other).
+struct SQLiteScheduleStorage: ScheduleStorage {
+    let connection: SQLiteConnection
 
-    static let scheduleColumns = """
-        name, description, last_fired_at, next_fire_at, paused, last_job_id, deferred_fire_at, created_at
-        """
-
-    static func decodeSchedule(_ row: [SQLValue]) -> ScheduleState {
-        ScheduleState(
-            name: row[0].textValue ?? "", description: row[1].textValue ?? "",
-            lastFiredAt: row[2].integerValue.map(Date.init(milliseconds:)),
-            nextFireAt: row[3].integerValue.map(Date.init(milliseconds:)), isPaused: row[4].integerValue == 1,
-            lastJobID: row[5].integerValue.map(JobID.init(rawValue:)),
-            deferredTick: row[6].integerValue.map(Date.init(milliseconds:)),
-            createdAt: Date(milliseconds: row[7].integerValue ?? 0))
-    }
-
-    static func fire(
-        _ firing: ScheduleFiring, now: Int64, on connection: SQLiteConnection
-    ) throws(JobStoreError) -> ScheduleFiringResult {
-        let name = SQLValue.text(firing.name)
+    func upsertSchedule(name: String, description: String, now: Int64) throws(JobStoreError) -> ScheduleState {
         try connection.execute(
             """
             INSERT INTO flow_schedules (name, description, created_at) VALUES (?, ?, ?)
             ON CONFLICT (name) DO UPDATE SET description = excluded.description
             """,
-            [name, .text(firing.schedule.description), .integer(now)])
+            [.text(name), .text(description), .integer(now)])
         guard
-            let before = try connection.query(
-                "SELECT \(scheduleColumns) FROM flow_schedules WHERE name = ?", [name]
-            ).first.map(decodeSchedule)
-        else { throw .database(code: 0, message: "the schedule \(firing.name) vanished") }
+            let state = try connection.query(
+                "SELECT \(ScheduleState.columns) FROM flow_schedules WHERE name = ?", [.text(name)]
+            ).first.map(ScheduleState.init(row:))
+        else { throw .database(code: 0, message: "the schedule \(name) vanished") }
+        return state
+    }
 
-        var lastJob = before.lastJobID
-        var deferred = before.deferredTick
-        var lastFired = before.lastFiredAt
-        var previousIsUnfinished = try lastJob.map { id throws(JobStoreError) in try isUnfinished(id, on: connection) }
-            ?? false
+    func isUnfinished(_ id: JobID) throws(JobStoreError) -> Bool {
+        try !connection.query(
+            "SELECT 1 FROM flow_jobs WHERE id = ? AND state IN \(SQLiteJobStore.unfinishedStates)",
+            [.integer(id.rawValue)]
+        ).isEmpty
+    }
 
-        // A tick that waited for the previous job is enqueued once that job has finished.
-        var promoted: ScheduleTick?
-        if let tick = deferred, !previousIsUnfinished {
-            let enqueued = try insert(firing.job(forTick: tick), now: now, on: connection)
-            try connection.execute(
-                "UPDATE flow_schedule_ticks SET outcome = 'enqueued', job_id = ? WHERE schedule = ? AND fire_at = ?",
-                [.integer(enqueued.id.rawValue), name, .integer(tick.milliseconds)])
-            promoted = ScheduleTick(fireTime: tick, outcome: .enqueued(enqueued.id))
-            lastJob = enqueued.id
-            deferred = nil
-            previousIsUnfinished = !enqueued.state.isTerminal
-        }
+    func insert(_ job: NewJob, now: Int64) throws(JobStoreError) -> EnqueuedJob {
+        try SQLiteJobStore.insert(job, now: now, on: connection)
+    }
 
-        var fired: [ScheduleTick] = []
-        if !before.isPaused {
-            let watermark = lastFired ?? before.createdAt
-            // The caller's tick, fired already by another worker (it is not later than the last fired tick).
-            if let due = firing.dueTick, due <= watermark, lastFired != nil {
-                fired.append(ScheduleTick(fireTime: due, outcome: .alreadyFired))
-            }
-            for tick in firing.ticks(lastFired: watermark, now: Date(milliseconds: now)) {
-                let fireAt = tick.milliseconds
-                let isRecorded = try !connection.query(
-                    "SELECT 1 FROM flow_schedule_ticks WHERE schedule = ? AND fire_at = ?", [name, .integer(fireAt)]
-                ).isEmpty
-                if isRecorded || fireAt <= (lastFired?.milliseconds ?? Int64.min) {
-                    fired.append(ScheduleTick(fireTime: tick, outcome: .alreadyFired))
-                    continue
-                }
-                let outcome: ScheduleTickOutcome
-                switch (firing.overlap, previousIsUnfinished ? lastJob : nil) {
-                case (.skip, let previous?):
-                    outcome = .skipped(previous: previous)
-                case (.queueOne, let previous?) where deferred == nil:
-                    outcome = .deferred(previous: previous)
-                    deferred = tick
-                case (.queueOne, let previous?):
-                    outcome = .skipped(previous: previous)
-                default:
-                    let enqueued = try insert(firing.job(forTick: tick), now: now, on: connection)
-                    outcome = .enqueued(enqueued.id)
-                    lastJob = enqueued.id
-                    previousIsUnfinished = !enqueued.state.isTerminal
-                }
-                try record(outcome, of: firing.name, at: fireAt, now: now, on: connection)
-                fired.append(ScheduleTick(fireTime: tick, outcome: outcome))
-                lastFired = tick
-            }
-        }
+    func isTickRecorded(schedule: String, fireAt: Int64) throws(JobStoreError) -> Bool {
+        try !connection.query(
+            "SELECT 1 FROM flow_schedule_ticks WHERE schedule = ? AND fire_at = ?", [.text(schedule), .integer(fireAt)]
+        ).isEmpty
+    }
 
-        // Tick rows behind the last fired tick are no longer needed to keep a tick from firing twice
-        // (the last fired tick does that); they are kept for the retention, for inspection.
-        if let lastFired {
-            let deferredValue = deferred.map { SQLValue.integer($0.milliseconds) } ?? .null
-            try connection.execute(
-                "DELETE FROM flow_schedule_ticks WHERE schedule = ? AND fire_at < ? AND (? IS NULL OR fire_at <> ?)",
-                [
-                    name, .integer(lastFired.milliseconds - firing.tickRetention.milliseconds), deferredValue,
-                    deferredValue,
-                ])
-        }
-        let next = firing.schedule.nextFireTime(after: max(Date(milliseconds: now), lastFired ?? .distantPast))
+    func recordTick(schedule: String, fireAt: Int64, outcome: String, job: JobID?, now: Int64) throws(JobStoreError) {
+        try connection.execute(
+            "INSERT INTO flow_schedule_ticks (schedule, fire_at, outcome, job_id, recorded_at) VALUES (?, ?, ?, ?, ?)",
+            [.text(schedule), .integer(fireAt), .text(outcome), job.map { .integer($0.rawValue) } ?? .null, .integer(now)])
+    }
+
+    func markTickEnqueued(schedule: String, fireAt: Int64, job: JobID) throws(JobStoreError) {
+        try connection.execute(
+            "UPDATE flow_schedule_ticks SET outcome = 'enqueued', job_id = ? WHERE schedule = ? AND fire_at = ?",
+            [.integer(job.rawValue), .text(schedule), .integer(fireAt)])
+    }
+
+    func pruneTicks(schedule: String, before: Int64, keeping: Int64?) throws(JobStoreError) {
+        let kept = keeping.map(SQLValue.integer) ?? .null
+        try connection.execute(
+            "DELETE FROM flow_schedule_ticks WHERE schedule = ? AND fire_at < ? AND (? IS NULL OR fire_at <> ?)",
+            [.text(schedule), .integer(before), kept, kept])
+    }
+
+    func updateSchedule(
+        name: String, lastFiredAt: Int64?, nextFireAt: Int64?, lastJob: JobID?, deferredFireAt: Int64?
+    ) throws(JobStoreError) -> ScheduleState {
         guard
             let state = try connection.query(
                 """
                 UPDATE flow_schedules SET last_fired_at = ?, next_fire_at = ?, last_job_id = ?, deferred_fire_at = ?
-                WHERE name = ? RETURNING \(scheduleColumns)
+                WHERE name = ? RETURNING \(ScheduleState.columns)
                 """,
                 [
-                    lastFired.map { .integer($0.milliseconds) } ?? .null,
-                    next.map { .integer($0.milliseconds) } ?? .null,
-                    lastJob.map { .integer($0.rawValue) } ?? .null, deferred.map { .integer($0.milliseconds) } ?? .null,
-                    name,
+                    lastFiredAt.map(SQLValue.integer) ?? .null, nextFireAt.map(SQLValue.integer) ?? .null,
+                    lastJob.map { .integer($0.rawValue) } ?? .null, deferredFireAt.map(SQLValue.integer) ?? .null,
+                    .text(name),
                 ]
-            ).first.map(decodeSchedule)
-        else { throw .database(code: 0, message: "the schedule \(firing.name) vanished") }
-        return ScheduleFiringResult(ticks: fired, promoted: promoted, state: state)
-    }
-
-    private static func isUnfinished(_ id: JobID, on connection: SQLiteConnection) throws(JobStoreError) -> Bool {
-        try !connection.query(
-            "SELECT 1 FROM flow_jobs WHERE id = ? AND state IN \(unfinishedStates)", [.integer(id.rawValue)]
-        ).isEmpty
-    }
-
-    private static func record(
-        _ outcome: ScheduleTickOutcome, of schedule: String, at fireAt: Int64, now: Int64,
-        on connection: SQLiteConnection
-    ) throws(JobStoreError) {
-        let (text, job): (String, JobID?) =
-            switch outcome {
-            case .enqueued(let id): ("enqueued", id)
-            case .skipped: ("skipped", nil)
-            case .deferred: ("deferred", nil)
-            case .alreadyFired: preconditionFailure("an already fired tick is not recorded again")
-            }
-        try connection.execute(
-            "INSERT INTO flow_schedule_ticks (schedule, fire_at, outcome, job_id, recorded_at) VALUES (?, ?, ?, ?, ?)",
-            [.text(schedule), .integer(fireAt), .text(text), job.map { .integer($0.rawValue) } ?? .null, .integer(now)])
+            ).first.map(ScheduleState.init(row:))
+        else { throw .database(code: 0, message: "the schedule \(name) vanished") }
+        return state
     }
 }

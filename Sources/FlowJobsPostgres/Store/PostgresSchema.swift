@@ -53,7 +53,8 @@ enum PostgresSchema {
             name TEXT PRIMARY KEY,
             max_running INTEGER NOT NULL CHECK (max_running >= 1)
         );
-        """
+        """,
+        schedulesMigration,
     ]
 
     /// The schema version this code writes.

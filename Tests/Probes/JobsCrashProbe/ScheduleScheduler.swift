@@ -18,17 +18,23 @@ let tickJob = JobKind<ProbeTick>(name: "probe-tick", queue: "ticks", maxAttempts
 /// A tick job's payload.
 struct ProbeTick: Codable, Sendable {}
 
-/// A scheduler process of the schedules mode: `scheduler <directory>`. It declares the schedule, runs its
-/// jobs, and runs until killed (or SIGTERM, which drains it).
+/// A scheduler process of the schedules mode: `scheduler <directory>` (SQLite), or `scheduler --postgres
+/// <url> <schema>`. It declares the schedule, runs its jobs, and runs until killed (or SIGTERM, which
+/// drains it).
 enum ScheduleScheduler {
     static func main(_ arguments: [String]) -> Int32 {
-        guard arguments.count == 1 else {
-            printError("usage: JobsCrashProbe scheduler <directory>\n")
+        guard arguments.count == 1 || (arguments.count == 3 && arguments[0] == "--postgres") else {
+            printError("usage: JobsCrashProbe scheduler <directory> | --postgres <url> <schema>\n")
             return 64
         }
-        let files = RunFiles(directory: arguments[0])
         do {
-            let store = try SQLiteJobStore(path: files.database, configuration: .init(createsMissingFile: false))
+            let store: any JobStore
+            if arguments.count == 3 {
+                store = try openPostgresStore(url: arguments[1], schema: arguments[2])
+            } else {
+                let files = RunFiles(directory: arguments[0])
+                store = try SQLiteJobStore(path: files.database, configuration: .init(createsMissingFile: false))
+            }
             let worker = JobWorker(
                 store: store, scheduler: EventLoop.main.scheduler,
                 configuration: .init(
@@ -51,25 +57,30 @@ enum ScheduleScheduler {
     }
 }
 
-/// The schedules mode's controller: `schedules [--seed N] [--seconds S]`. Two scheduler processes on one
-/// SQLite file, then three, each SIGKILLed at random and restarted; most kills land within a few
-/// milliseconds after a whole second, while the tick of that second is being enqueued. At the end, every
-/// tick from the first to the last has exactly one job and one tick record.
+/// The schedules mode's controller: `schedules [--seed N] [--seconds S] [--postgres URL]`. Two scheduler
+/// processes on one SQLite file (or one schema of a PostgreSQL database of their own), then three, each
+/// SIGKILLed at random and restarted; most kills land within a few milliseconds after a whole second, while
+/// the tick of that second is being enqueued. At the end, every tick from the first to the last has exactly
+/// one job and one tick record.
 enum ScheduleController {
     static func main(_ arguments: [String]) -> Int32 {
         var seed = UInt64(nowMilliseconds() % 1_000_000_000)
         var seconds = 24.0
+        var postgresURL: String?
         var remaining = arguments[...]
         while let option = remaining.popFirst() {
             guard let value = remaining.popFirst() else { return usage() }
             switch option {
             case "--seed": guard let parsed = UInt64(value) else { return usage() }; seed = parsed
             case "--seconds": guard let parsed = Double(value), parsed >= 4 else { return usage() }; seconds = parsed
+            case "--postgres": postgresURL = value
             default: return usage()
             }
         }
+        let replay = postgresURL == nil ? "" : " --postgres URL"
         report(
-            "schedules: seed \(seed) (replay: Scripts/jobs-crash-test --schedules --seed \(seed)), \(Int(seconds)) s")
+            "schedules: seed \(seed) (replay: Scripts/jobs-crash-test --schedules\(replay) --seed \(seed)), "
+                + "\(Int(seconds)) s on \(postgresURL == nil ? "SQLite" : "PostgreSQL")")
         var template = Array((FileManager.default.temporaryDirectory.path + "/flow-jobs-schedules-XXXXXX").utf8CString)
         guard let directory = template.withUnsafeMutableBufferPointer({ buffer in
             mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
@@ -78,8 +89,16 @@ enum ScheduleController {
             return 2
         }
         let files = RunFiles(directory: directory)
+        // PostgreSQL: a schema of the run's own, which the schedulers' stores share.
+        let postgresSchema = "flow_probe_schedules_\(seed)_\(getpid())"
+        let schedulerArguments =
+            postgresURL.map { ["scheduler", "--postgres", $0, postgresSchema] } ?? ["scheduler", directory]
         do {
-            try EventLoop.main.run(until: try SQLiteJobStore(path: files.database).close())
+            if let postgresURL {
+                try EventLoop.main.run(until: try openPostgresStore(url: postgresURL, schema: postgresSchema).close())
+            } else {
+                try EventLoop.main.run(until: try SQLiteJobStore(path: files.database).close())
+            }
         } catch {
             report("cannot prepare the database: \(error)")
             return 2
@@ -91,20 +110,20 @@ enum ScheduleController {
         do {
             // The first half with two schedulers, the second with three.
             for (count, phaseEnd) in [(2, start + Int64(seconds * 500)), (3, start + Int64(seconds * 1000))] {
-                while processes.count < count { processes.append(try Controller.spawn(["scheduler", directory])) }
+                while processes.count < count { processes.append(try Controller.spawn(schedulerArguments)) }
                 var nextKillAt = nowMilliseconds() + Int64.random(in: 300...900, using: &random)
                 while nowMilliseconds() < phaseEnd {
                     usleep(1000)
                     let now = nowMilliseconds()
                     for index in processes.indices where !processes[index].isRunning {
-                        processes[index] = try Controller.spawn(["scheduler", directory])
+                        processes[index] = try Controller.spawn(schedulerArguments)
                     }
                     guard now >= nextKillAt else { continue }
                     let victim = processes.indices.randomElement(using: &random)!
                     kill(processes[victim].processIdentifier, SIGKILL)
                     processes[victim].waitUntilExit()
                     kills += 1
-                    processes[victim] = try Controller.spawn(["scheduler", directory])
+                    processes[victim] = try Controller.spawn(schedulerArguments)
                     // Mostly just after a whole second (a tick's enqueue), sometimes anywhere.
                     let target = now + Int64.random(in: 300...1200, using: &random)
                     nextKillAt =
@@ -126,6 +145,12 @@ enum ScheduleController {
             process.waitUntilExit()
         }
         report(String(format: "ran %.1f s with %d SIGKILLs", Double(end - start) / 1000, kills))
+        if let postgresURL {
+            let passed = checkPostgres(url: postgresURL, schema: postgresSchema, start: start, end: end)
+            try? FileManager.default.removeItem(atPath: directory)
+            if !passed { report("FAILED with seed \(seed); the run's schema \(postgresSchema) is kept") }
+            return passed ? 0 : 1
+        }
         guard let database = ReadOnlyDatabase(path: files.database), check(database, start: start, end: end) else {
             report("FAILED with seed \(seed); the run's files are kept in \(directory)")
             return 1
@@ -135,13 +160,12 @@ enum ScheduleController {
     }
 
     static func usage() -> Int32 {
-        printError("usage: JobsCrashProbe schedules [--seed N] [--seconds S]\n")
+        printError("usage: JobsCrashProbe schedules [--seed N] [--seconds S] [--postgres URL]\n")
         return 64
     }
 
     /// Every tick from the first to the last has exactly one job, and a tick record naming it.
     static func check(_ database: ReadOnlyDatabase, start: Int64, end: Int64) -> Bool {
-        let prefix = ScheduleFiring.uniqueKeyPrefix(schedule: probeScheduleName)
         guard case .success(let jobRows) = database.query(
             "SELECT unique_key, count(*), min(id) FROM flow_jobs WHERE name = '\(tickJob.name)' GROUP BY unique_key"),
             case .success(let tickRows) = database.query(
@@ -150,6 +174,15 @@ enum ScheduleController {
             report("cannot read the database")
             return false
         }
+        let unfinished = database.integer(
+            "SELECT count(*) FROM flow_jobs WHERE name = '\(tickJob.name)' AND state <> 'completed'")
+        return verify(jobRows: jobRows, tickRows: tickRows, unfinished: unfinished, start: start, end: end)
+    }
+
+    /// The checks of ``check(_:start:end:)`` on the rows read from a store: `jobRows` are (unique key, number
+    /// of jobs, smallest job id) per key of the tick jobs, `tickRows` (fire time, outcome, job id) per tick row.
+    static func verify(jobRows: [[String?]], tickRows: [[String?]], unfinished: Int, start: Int64, end: Int64) -> Bool {
+        let prefix = ScheduleFiring.uniqueKeyPrefix(schedule: probeScheduleName)
         var passed = true
         func fail(_ line: String) {
             report("CHECK FAILED: \(line)")
@@ -184,8 +217,6 @@ enum ScheduleController {
             }
         }
         if recorded != ticks.count { fail("\(recorded) tick records for \(ticks.count) tick jobs") }
-        let unfinished = database.integer(
-            "SELECT count(*) FROM flow_jobs WHERE name = '\(tickJob.name)' AND state <> 'completed'")
         report("\(ticks.count) ticks over \((last - first) / 1000 + 1) s, each with one job; \(unfinished) not yet run")
         return passed
     }

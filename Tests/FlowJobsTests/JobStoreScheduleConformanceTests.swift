@@ -1,0 +1,178 @@
+import Flow
+import FlowJobs
+import FlowJobsPostgres
+import Foundation
+import Testing
+
+/// A store under test for the schedule cases, and a second instance on the same database where the
+/// store has one (a file or a server, not SQLite in memory).
+private struct ScheduleSubject {
+    let wallClock = ManualWallClock()
+    let directory = TemporaryDirectory()
+    let store: any JobStore
+    let other: any JobStore
+
+    init(_ factory: JobStoreFactory) throws {
+        store = try factory.open(wallClock.jobClock, directory)
+        let clock = wallClock.jobClock
+        if let postgres = store as? PostgresJobStore {
+            other = try PostgresTestDatabase.openStore(clock: clock, schema: postgres.schema)
+        } else if FileManager.default.fileExists(atPath: directory.path("jobs.sqlite")) {
+            other = try SQLiteJobStore(path: directory.path("jobs.sqlite"), configuration: .init(clock: clock))
+        } else {
+            other = store
+        }
+    }
+
+    var start: Date { ManualWallClock.start }
+
+    /// The firing of the schedule `minutely` (every 60 s), with its timer's tick at `dueSecond` after the start.
+    func firing(
+        dueSecond: Int?, catchUp: JobSchedule.CatchUp = .latest, tickRetention: Duration = .seconds(86_400)
+    ) throws -> ScheduleFiring {
+        ScheduleFiring(
+            name: "minutely", schedule: try JobSchedule.every(.seconds(60)),
+            job: NewJob(name: "tick", queue: "default", payload: Data("{}".utf8), maxAttempts: 1),
+            overlap: .runAlongside, catchUp: catchUp, dueTick: dueSecond.map { start.addingTimeInterval(Double($0)) },
+            tickRetention: tickRetention)
+    }
+
+    /// The schedule's jobs, unfinished and finished, as seconds after the start of their ticks.
+    func tickJobs() async throws -> [Int] {
+        let prefix = ScheduleFiring.uniqueKeyPrefix(schedule: "minutely")
+        return try await store.jobs(state: nil, queue: nil, limit: 1000).get().compactMap { record in
+            guard let key = record.uniqueKey, key.hasPrefix(prefix), let ms = Int64(key.dropFirst(prefix.count))
+            else { return nil }
+            return Int(ms / 1000 - Int64(start.timeIntervalSince1970))
+        }.sorted()
+    }
+
+    /// The schedule's tick rows: (seconds after the start, outcome), in time order.
+    func tickRows() async throws -> [String] {
+        let start = Int64(start.timeIntervalSince1970) * 1000
+        return try await store.transaction { transaction in
+            try transaction.query(
+                "SELECT fire_at, outcome FROM flow_schedule_ticks WHERE schedule = ? ORDER BY fire_at",
+                [.text("minutely")]
+            ).map { row -> String in
+                guard case .integer(let fireAt) = row[0], case .text(let outcome) = row[1] else { return "?" }
+                return "\((fireAt - start) / 1000) \(outcome)"
+            }
+        }.get()
+    }
+}
+
+private func enqueuedIDs(_ result: ScheduleFiringResult) -> [JobID] {
+    result.ticks.compactMap { if case .enqueued(let id) = $0.outcome { id } else { nil } }
+}
+
+@Suite("JobStore conformance: schedules")
+struct JobStoreScheduleConformanceTests {
+    @Test(arguments: JobStoreFactory.all)
+    func aTickFiredTwiceEnqueuesOneJobAndTellsTheSecondCaller(_ factory: JobStoreFactory) async throws {
+        let subject = try ScheduleSubject(factory)
+        let created = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
+        #expect(created.ticks.isEmpty && created.state.lastFiredAt == nil)
+        subject.wallClock.advance(by: 60)
+        let first = try await subject.store.fireSchedule(subject.firing(dueSecond: 60)).get()
+        let second = try await subject.other.fireSchedule(subject.firing(dueSecond: 60)).get()
+        #expect(enqueuedIDs(first).count == 1)
+        #expect(second.ticks == [ScheduleTick(fireTime: subject.start.addingTimeInterval(60), outcome: .alreadyFired)])
+        #expect(try await subject.tickJobs() == [60])
+    }
+
+    @Test(arguments: JobStoreFactory.all)
+    func firingsOfOneTickAtOnceFromTwoInstancesEnqueueOneJobAndFailNone(_ factory: JobStoreFactory) async throws {
+        let subject = try ScheduleSubject(factory)
+        _ = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
+        subject.wallClock.advance(by: 60)
+        let firing = try subject.firing(dueSecond: 60)
+        let stores = [subject.store, subject.other]
+        // Eight firings in flight together, four on each instance: the store orders them, and only the
+        // first enqueues; none fails on the tick's key.
+        let results = try await withThrowingTaskGroup(of: ScheduleFiringResult.self) { group in
+            for index in 0..<8 {
+                let store = stores[index % 2]
+                group.addTask { try await store.fireSchedule(firing).get() }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.flatMap(enqueuedIDs).count == 1)
+        #expect(results.flatMap(\.ticks).filter { $0.outcome == .alreadyFired }.count == 7)
+        #expect(try await subject.tickJobs() == [60])
+    }
+
+    @Test(arguments: JobStoreFactory.all)
+    func aTicksRowOutlivesItsJobSoTheTickIsNeverEnqueuedAgain(_ factory: JobStoreFactory) async throws {
+        let subject = try ScheduleSubject(factory)
+        _ = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
+        subject.wallClock.advance(by: 60)
+        _ = try await subject.store.fireSchedule(subject.firing(dueSecond: 60)).get()
+        let claimed = try await subject.store.claim(
+            ClaimRequest(
+                slotsByQueue: ["default": 1], names: ["tick"], worker: "w", leaseDuration: .seconds(15),
+                maxLeaseExpiries: 3)
+        ).get().jobs
+        let job = try #require(claimed.first)
+        _ = try await subject.store.finish(JobLease(id: job.id, fence: job.fence), outcome: .completed, effects: nil)
+            .get()
+        // The job's unique key no longer stands in the way: only the tick's row does.
+        let again = try await subject.other.fireSchedule(subject.firing(dueSecond: 60, catchUp: .all(limit: 10))).get()
+        #expect(enqueuedIDs(again).isEmpty)
+        #expect(try await subject.tickJobs() == [60])
+        #expect(try await subject.tickRows() == ["60 enqueued"])
+    }
+
+    @Test(arguments: JobStoreFactory.all)
+    func pausingAndResumingIsSeenByEveryInstanceOfTheStore(_ factory: JobStoreFactory) async throws {
+        let subject = try ScheduleSubject(factory)
+        _ = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
+        let paused = try await subject.other.setSchedulePaused(true, name: "minutely").get()
+        #expect(paused?.isPaused == true)
+        subject.wallClock.advance(by: 60)
+        let whilePaused = try await subject.store.fireSchedule(subject.firing(dueSecond: 60)).get()
+        #expect(whilePaused.ticks.isEmpty && whilePaused.state.isPaused)
+        #expect(try await subject.store.schedules().get().map(\.isPaused) == [true])
+        let resumed = try await subject.other.setSchedulePaused(false, name: "minutely").get()
+        #expect(resumed?.isPaused == false)
+        subject.wallClock.advance(by: 60)
+        let afterResume = try await subject.store.fireSchedule(subject.firing(dueSecond: 120)).get()
+        // The latest missed tick catches up: 60 was missed while paused, and 120 is the one due.
+        #expect(try await subject.tickJobs() == [120])
+        #expect(enqueuedIDs(afterResume).count == 1 && !afterResume.state.isPaused)
+        #expect(try await subject.other.setSchedulePaused(true, name: "no-such-schedule").get() == nil)
+    }
+
+    @Test(arguments: JobStoreFactory.all)
+    func theLastFiredTickIsReadBackByEveryInstance(_ factory: JobStoreFactory) async throws {
+        let subject = try ScheduleSubject(factory)
+        #expect(try await subject.other.schedules().get().isEmpty)
+        _ = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
+        subject.wallClock.advance(by: 120)
+        let fired = try await subject.store.fireSchedule(subject.firing(dueSecond: 120, catchUp: .all(limit: 5))).get()
+        #expect(enqueuedIDs(fired).count == 2)
+        let states = try await subject.other.schedules().get()
+        let state = try #require(states.first)
+        #expect(states.count == 1 && state.name == "minutely" && state.description == fired.state.description)
+        #expect(state.lastFiredAt == subject.start.addingTimeInterval(120))
+        #expect(state.nextFireAt == subject.start.addingTimeInterval(180))
+        #expect(state.lastJobID == enqueuedIDs(fired).last && state.createdAt == subject.start)
+        #expect(!state.isPaused && state.deferredTick == nil)
+    }
+
+    @Test(arguments: JobStoreFactory.all)
+    func tickRowsOlderThanTheRetentionArePrunedAndTheirTicksStayFired(_ factory: JobStoreFactory) async throws {
+        let subject = try ScheduleSubject(factory)
+        _ = try await subject.store.fireSchedule(subject.firing(dueSecond: nil)).get()
+        for second in stride(from: 60, through: 300, by: 60) {
+            subject.wallClock.advance(by: 60)
+            _ = try await subject.store.fireSchedule(subject.firing(dueSecond: second, tickRetention: .seconds(120)))
+                .get()
+        }
+        #expect(try await subject.tickRows() == ["180 enqueued", "240 enqueued", "300 enqueued"])
+        // A pruned tick is behind the last fired one: firing it again adds nothing.
+        let again = try await subject.other.fireSchedule(subject.firing(dueSecond: 60, catchUp: .all(limit: 10))).get()
+        #expect(enqueuedIDs(again).isEmpty)
+        #expect(try await subject.tickJobs() == [60, 120, 180, 240, 300])
+    }
+}
