@@ -48,13 +48,27 @@ extension PostgresJobStore {
 
         /// `values` as a PostgreSQL array literal (`{"a","b"}`), every element quoted.
         static func arrayLiteral(_ values: [String?]) -> String {
-            let elements = values.map { value in
-                guard let value else { return "NULL" }
-                return "\""
-                    + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                    + "\""
+            var literal = "{"
+            literal.reserveCapacity(2 + values.count * 12)
+            for (index, value) in values.enumerated() {
+                if index > 0 { literal += "," }
+                guard let value else {
+                    literal += "NULL"
+                    continue
+                }
+                literal += "\""
+                // Most elements (names, queues, hex payloads) hold nothing to escape: copied whole.
+                if value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) {
+                    for scalar in value.unicodeScalars {
+                        if scalar == "\\" || scalar == "\"" { literal += "\\" }
+                        literal.unicodeScalars.append(scalar)
+                    }
+                } else {
+                    literal += value
+                }
+                literal += "\""
             }
-            return "{" + elements.joined(separator: ",") + "}"
+            return literal + "}"
         }
 
         /// `bytes` in `bytea`'s hex input form, `\x0a1b…`.
