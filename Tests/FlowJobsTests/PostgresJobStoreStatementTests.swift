@@ -6,7 +6,9 @@ import FlowTestSupport
 import Foundation
 import Testing
 
-@Suite("PostgresJobStore: claims and completions in one statement, commit options", .enabled(if: PostgresTestDatabase.runsTests))
+@Suite(
+    "PostgresJobStore: claims and completions in one statement, commit options",
+    .enabled(if: PostgresTestDatabase.runsTests))
 struct PostgresJobStoreStatementTests {
     private func openStore(schema: String, maxConnections: Int = 4, synchronousCommit: Bool = true) throws
         -> PostgresJobStore
@@ -43,7 +45,9 @@ struct PostgresJobStoreStatementTests {
         }
         expectSignal(holding, "the transaction holding the connection")
         let stale = JobLease(id: claimed[0].id, fence: claimed[0].fence + 1)
-        let completions = claimed.map { store.finish(JobLease(id: $0.id, fence: $0.fence), outcome: .completed, effects: nil) }
+        let completions = claimed.map {
+            store.finish(JobLease(id: $0.id, fence: $0.fence), outcome: .completed, effects: nil)
+        }
         let refused = store.finish(stale, outcome: .completed, effects: nil)
         letGo.signal()
         try wait(held)
@@ -69,7 +73,8 @@ struct PostgresJobStoreStatementTests {
         let store = try wait(
             PostgresJobStore.open(
                 url: url, on: PostgresTestDatabase.loop,
-                configuration: .init(clock: JobClock { now }, schema: PostgresTestDatabase.freshSchema(), safetyPollInterval: nil)))
+                configuration: .init(
+                    clock: JobClock { now }, schema: PostgresTestDatabase.freshSchema(), safetyPollInterval: nil)))
         defer { store.close() }
         let later = now.addingTimeInterval(60)
         _ = try wait(store.enqueue(Array(repeating: newJob("mail"), count: 3)))
@@ -94,7 +99,9 @@ struct PostgresJobStoreStatementTests {
             durable.close()
             fast.close()
         }
-        let show: @Sendable (any JobTransaction) throws -> [[SQLValue]] = { try $0.query("SHOW synchronous_commit", []) }
+        let show: @Sendable (any JobTransaction) throws -> [[SQLValue]] = {
+            try $0.query("SHOW synchronous_commit", [])
+        }
         #expect(try wait(durable.transaction(show)) == [[.text("on")]])
         #expect(try wait(fast.transaction(show)) == [[.text("off")]])
         // Its one-statement paths run on the same sessions.

@@ -80,7 +80,8 @@ final class Finish: Sendable {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4, let count = Int(arguments[3]) else {
-    printError("usage: JobsPostgresBenchmarks URL <J1|J1-batch|J2|enqueue|drain|J3|J3-worker> COUNT [CONNECTIONS [async]]\n")
+    printError(
+        "usage: JobsPostgresBenchmarks URL <J1|J1-batch|J2|enqueue|drain|J3|J3-worker> COUNT [CONNECTIONS [async]]\n")
     exit(64)
 }
 let url = arguments[1], workload = arguments[2]

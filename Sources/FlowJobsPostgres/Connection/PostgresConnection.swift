@@ -108,7 +108,9 @@ package final class PostgresConnection: @unchecked Sendable {
                 return
             }
             waiting.append(
-                Statement(sql: sql, arguments: arguments, isPrepared: prepared && !arguments.isEmpty, completion: completion))
+                Statement(
+                    sql: sql, arguments: arguments, isPrepared: prepared && !arguments.isEmpty,
+                    completion: completion))
             sendNext()
         }
     }

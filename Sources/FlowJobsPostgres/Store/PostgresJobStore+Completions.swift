@@ -69,7 +69,8 @@ extension PostgresJobStore {
                 // Each completed job answers the first completion of its lease; a stale lease of the
                 // same job, or the same lease asked for twice, was not what completed it.
                 var records = Dictionary(
-                    completed.map { (JobLease(id: $0.id, fence: $0.fence), $0) }, uniquingKeysWith: { first, _ in first })
+                    completed.map { (JobLease(id: $0.id, fence: $0.fence), $0) },
+                    uniquingKeysWith: { first, _ in first })
                 for waiting in batch {
                     if let record = records.removeValue(forKey: waiting.lease) {
                         waiting.completion(.success(record))

@@ -241,8 +241,9 @@ public final class PostgresJobStore: JobStore {
         if jobs.allSatisfy({ $0.uniqueKey == nil }) {
             let now = clock.now().milliseconds
             let (sql, arguments) = statements.insertWithoutUniqueKeys(jobs, now: now)
-            return pool.withConnection { connection in connection.query(sql, arguments, prepared: true) }.map(on: .none) {
-                [weak self] result in
+            return pool.withConnection { connection in
+                connection.query(sql, arguments, prepared: true)
+            }.map(on: .none) { [weak self] result in
                 guard result.rows.count == jobs.count else {
                     throw PostgresError.server(sqlState: "", message: "the enqueue answered \(result.rows.count) rows")
                 }
@@ -275,7 +276,9 @@ public final class PostgresJobStore: JobStore {
         }
         guard !request.measuresQueues else { return inTransaction() }
         let (sql, arguments) = statements.claimInOneStatement(request, now: clock.now().milliseconds)
-        return pool.withConnection { connection in connection.query(sql, arguments, prepared: true) }.flatMap(on: .none) { result in
+        return pool.withConnection { connection in
+            connection.query(sql, arguments, prepared: true)
+        }.flatMap(on: .none) { result in
             if let claimed = Statements.claimResult(fromOneStatement: result.rows) { return Future(claimed) }
             return inTransaction()
         }
