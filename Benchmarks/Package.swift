@@ -94,6 +94,16 @@ let package = Package(
                 .product(name: "FlowJobsPostgres", package: flowPackage),
             ]
         ),
+        // J1-pg-J3-pg and the scale rows: FlowJobsPostgres's store and worker (Benchmarks/jobs-postgres runs
+        // them beside the anchors), in a program of its own so that the SQLite rows build without libpq.
+        .executableTarget(
+            name: "JobsPostgresBenchmarks",
+            dependencies: [
+                .product(name: "Flow", package: flowPackage),
+                .product(name: "FlowJobs", package: flowPackage),
+                .product(name: "FlowJobsPostgres", package: flowPackage),
+            ]
+        ),
         // P10-limit's reference: the same keep-alive hello server in C on libuv, one loop.
         .executableTarget(name: "CHTTPHello", linkerSettings: [.linkedLibrary("uv")]),
         // P10's reference: a SwiftNIO HTTP/1.1 hello server on one loop thread.

@@ -6,7 +6,8 @@ import FlowNet
 import Foundation
 
 /// One libpq connection driven by a loop: non-blocking connect (`PQconnectStart`/`PQconnectPoll`),
-/// statements sent with `PQsendQueryParams` one at a time in the order given, the socket watched by a
+/// statements sent with `PQsendQueryParams` (or, for the ones sent as prepared, `PQsendPrepare` on
+/// first use and `PQsendQueryPrepared` after) one at a time in the order given, the socket watched by a
 /// `uv_poll_t` (readable for results and notifications, writable while libpq has output to flush).
 /// No thread of its own and no blocking call: libpq only reads and writes what the socket has room for.
 ///
@@ -21,6 +22,8 @@ package final class PostgresConnection: @unchecked Sendable {
     private struct Statement {
         let sql: String
         let arguments: [SQLValue]
+        /// Whether it runs as a statement prepared on this connection (prepared on its first use).
+        let isPrepared: Bool
         let completion: @Sendable (Swift.Result<PostgresResult, PostgresError>) -> Void
     }
 
@@ -40,6 +43,10 @@ package final class PostgresConnection: @unchecked Sendable {
     private var running: Statement?
     /// What the running statement's results gave so far: the last rows, or the first error.
     private var runningOutcome: Swift.Result<PostgresResult, PostgresError>?
+    /// The name the running statement is being prepared under (its execution follows), if it is.
+    private var runningPreparation: String?
+    /// The names of the statements prepared on this connection, by their SQL.
+    private var preparedNames: [String: String] = [:]
     /// Why the connection ended when it broke rather than being closed: what later statements get.
     private var lostError: PostgresError?
     /// Called in the loop's context with each `NOTIFY` heard: its channel and payload.
@@ -86,8 +93,12 @@ package final class PostgresConnection: @unchecked Sendable {
     /// Sends `sql` with `arguments` bound to `$1`, `$2`, … once the statements before it are done;
     /// `sql` without arguments may hold several statements.
     /// `completion` runs in the loop's context. Callable from any thread.
+    ///
+    /// With `prepared`, `sql` (one statement, with arguments, none of them a blob: the server infers
+    /// every parameter's type once) is prepared on the connection the first time and run by name
+    /// after, which spares the server parsing and planning it each time.
     package func send(
-        _ sql: String, _ arguments: [SQLValue] = [],
+        _ sql: String, _ arguments: [SQLValue] = [], prepared: Bool = false,
         completion: @escaping @Sendable (Swift.Result<PostgresResult, PostgresError>) -> Void
     ) {
         loop.inContext("PostgresConnection.send") { [self] in
@@ -96,15 +107,18 @@ package final class PostgresConnection: @unchecked Sendable {
                 completion(.failure(lostError ?? .closed))
                 return
             }
-            waiting.append(Statement(sql: sql, arguments: arguments, completion: completion))
+            waiting.append(
+                Statement(
+                    sql: sql, arguments: arguments, isPrepared: prepared && !arguments.isEmpty,
+                    completion: completion))
             sendNext()
         }
     }
 
-    /// ``send(_:_:completion:)`` as a future.
-    package func query(_ sql: String, _ arguments: [SQLValue] = []) -> Future<PostgresResult> {
+    /// ``send(_:_:prepared:completion:)`` as a future.
+    package func query(_ sql: String, _ arguments: [SQLValue] = [], prepared: Bool = false) -> Future<PostgresResult> {
         Future(on: .none) { [self] completion in
-            send(sql, arguments) { result in completion(result.mapError { $0 as Error }) }
+            send(sql, arguments, prepared: prepared) { result in completion(result.mapError { $0 as Error }) }
             return NilDisposer()
         }
     }
@@ -263,13 +277,27 @@ package final class PostgresConnection: @unchecked Sendable {
     private func sendNext() {
         guard let connection, case .ready = phase, running == nil, !waiting.isEmpty else { return }
         let statement = waiting.removeFirst()
-        // Without arguments, the simple protocol: it takes several statements at once (a migration).
-        let sent =
-            statement.arguments.isEmpty
-            ? PQsendQuery(connection, statement.sql)
-            : Self.withParameters(statement.arguments) { count, types, values, lengths, formats in
+        var preparation: String?
+        let sent: Int32
+        if statement.isPrepared, let name = preparedNames[statement.sql] {
+            sent = Self.withParameters(statement.arguments) { count, _, values, lengths, formats in
+                PQsendQueryPrepared(connection, name, count, values, lengths, formats, 0)
+            }
+        } else if statement.isPrepared {
+            // Prepared first; its execution is sent when the preparation's answer comes.
+            let name = "flow_jobs_\(preparedNames.count + 1)"
+            preparation = name
+            sent = Self.withParameters(statement.arguments) { count, types, _, _, _ in
+                PQsendPrepare(connection, name, statement.sql, count, types)
+            }
+        } else if statement.arguments.isEmpty {
+            // Without arguments, the simple protocol: it takes several statements at once (a migration).
+            sent = PQsendQuery(connection, statement.sql)
+        } else {
+            sent = Self.withParameters(statement.arguments) { count, types, values, lengths, formats in
                 PQsendQueryParams(connection, statement.sql, count, types, values, lengths, formats, 0)
             }
+        }
         guard sent != 0 else {
             let message = connectionErrorMessage(connection)
             if PQstatus(connection) == CONNECTION_BAD {
@@ -283,6 +311,7 @@ package final class PostgresConnection: @unchecked Sendable {
         }
         running = statement
         runningOutcome = nil
+        runningPreparation = preparation
         flush()
     }
 
@@ -302,8 +331,10 @@ package final class PostgresConnection: @unchecked Sendable {
     private func finishRunning() {
         guard let statement = running else { return }
         let outcome = runningOutcome ?? .success(PostgresResult())
+        let preparation = runningPreparation
         running = nil
         runningOutcome = nil
+        runningPreparation = nil
         if let connection, PQstatus(connection) == CONNECTION_BAD {
             // The server ended the session (pg_terminate_backend, a shutdown) while it ran: whatever
             // the result said, the statement's effect is unknown.
@@ -315,6 +346,13 @@ package final class PostgresConnection: @unchecked Sendable {
             }
             running = statement
             tearDown(failingWith: .connectionLost(message: message))
+            return
+        }
+        if let preparation, case .success = outcome {
+            // Prepared: now its execution, before any other statement.
+            preparedNames[statement.sql] = preparation
+            waiting.insert(statement, at: 0)
+            sendNext()
             return
         }
         statement.completion(outcome)

@@ -48,13 +48,27 @@ extension PostgresJobStore {
 
         /// `values` as a PostgreSQL array literal (`{"a","b"}`), every element quoted.
         static func arrayLiteral(_ values: [String?]) -> String {
-            let elements = values.map { value in
-                guard let value else { return "NULL" }
-                return "\""
-                    + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                    + "\""
+            var literal = "{"
+            literal.reserveCapacity(2 + values.count * 12)
+            for (index, value) in values.enumerated() {
+                if index > 0 { literal += "," }
+                guard let value else {
+                    literal += "NULL"
+                    continue
+                }
+                literal += "\""
+                // Most elements (names, queues, hex payloads) hold nothing to escape: copied whole.
+                if value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) {
+                    for scalar in value.unicodeScalars {
+                        if scalar == "\\" || scalar == "\"" { literal += "\\" }
+                        literal.unicodeScalars.append(scalar)
+                    }
+                } else {
+                    literal += value
+                }
+                literal += "\""
             }
-            return "{" + elements.joined(separator: ",") + "}"
+            return literal + "}"
         }
 
         /// `bytes` in `bytea`'s hex input form, `\x0a1b…`.
@@ -101,6 +115,103 @@ extension PostgresJobStore {
                     .text("{" + jobs.map { String($0.maxAttempts) }.joined(separator: ",") + "}"), .integer(now),
                     .text(Self.arrayLiteral(traceContexts)), .text(channel), .text(Self.arrayLiteral(queues)),
                     .text("{" + jobs.map { $0.timeout.map { String($0.milliseconds) } ?? "NULL" }.joined(separator: ",") + "}"),
+                ]
+            )
+        }
+
+        // MARK: One-statement claims and completions
+
+        /// The one statement that claims for `request` when no queue of it has a limit across workers
+        /// and no lease has ended (the cases that need a transaction: counting a queue's running jobs
+        /// under its row's lock, rescuing): atomic on its own, so it needs no transaction around it.
+        /// Its first row says whether those checks let it claim (`false`: it claimed nothing), the time
+        /// to wake for the next job of a queue it left slots free in, and the earliest end of another
+        /// worker's lease; its rows' other columns are the claimed jobs (all `NULL` when none).
+        func claimInOneStatement(_ request: ClaimRequest, now: Int64) -> (sql: String, arguments: [SQLValue]) {
+            let wanted = request.slotsByQueue.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            // The claims mirror JobLifecycle's `claimed`: attempt and fence up by one, running. The
+            // time to wake excludes the jobs claimed here (the snapshot still shows them queued).
+            let sql = """
+                WITH gate AS (
+                    SELECT NOT EXISTS (SELECT 1 FROM flow_queues WHERE name = ANY($1::text[]))
+                        AND NOT EXISTS (SELECT 1 FROM flow_jobs WHERE state = 'running' AND lease_expires_at <= $4)
+                        AS open),
+                wanted AS (SELECT queue, slots FROM unnest($1::text[], $2::int[]) AS wanted(queue, slots)),
+                picked AS (
+                    SELECT job.id FROM wanted CROSS JOIN LATERAL (
+                        SELECT id FROM flow_jobs
+                        WHERE queue = wanted.queue AND state IN \(Self.claimableStates) AND run_at <= $4
+                            AND name = ANY($3::text[]) AND (SELECT open FROM gate)
+                        ORDER BY priority DESC, run_at, id LIMIT wanted.slots FOR UPDATE SKIP LOCKED) AS job),
+                claimed AS (
+                    UPDATE flow_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
+                        lease_expires_at = $5, worker = $6
+                    WHERE id = ANY(ARRAY(SELECT id FROM picked))
+                    RETURNING \(PostgresSchema.jobColumns)),
+                summary AS (
+                    SELECT (SELECT open FROM gate) AS open,
+                        (SELECT min(run_at) FROM flow_jobs
+                            WHERE state IN \(Self.claimableStates) AND name = ANY($3::text[])
+                                AND id NOT IN (SELECT id FROM claimed)
+                                AND queue IN (SELECT queue FROM wanted
+                                    WHERE slots > (SELECT count(*) FROM claimed WHERE claimed.queue = wanted.queue)))
+                            AS wake_at,
+                        (SELECT min(lease_expires_at) FROM flow_jobs
+                            WHERE state = 'running' AND worker IS DISTINCT FROM $6) AS lease_ends_at)
+                SELECT summary.open, summary.wake_at, summary.lease_ends_at, claimed.*
+                FROM summary LEFT JOIN claimed ON true
+                """
+            return (
+                sql,
+                [
+                    .text(Self.arrayLiteral(wanted.map(\.key))),
+                    .text("{" + wanted.map { String($0.value) }.joined(separator: ",") + "}"),
+                    .text(Self.arrayLiteral(request.names.sorted())), .integer(now),
+                    .integer(now + request.leaseDuration.milliseconds), .text(request.worker),
+                ]
+            )
+        }
+
+        /// What ``claimInOneStatement(_:now:)``'s rows say: the claim, or `nil` when its checks sent
+        /// it to the transaction (a queue with a limit, a lease that ended).
+        static func claimResult(fromOneStatement rows: [[SQLValue]]) -> ClaimResult? {
+            guard let first = rows.first, first[0].integerValue == 1 else { return nil }
+            var claimed = rows.compactMap { row in
+                row[3] == .null ? nil : StoredJobRow.record(Array(row[3...]))
+            }
+            claimed.sort { ($1.priority, $0.runAt, $0.id) < ($0.priority, $1.runAt, $1.id) }
+            let wakeTimes = [first[1].integerValue, first[2].integerValue].compactMap { $0 }
+            return ClaimResult(
+                jobs: claimed, nextWakeAt: wakeTimes.min().map(Date.init(milliseconds:)), rescued: [], queues: [:])
+        }
+
+        /// The one statement that completes the attempts of `leases` (the outcome
+        /// `JobOutcome/completed`, no effects), moves their jobs to the history table and tells other
+        /// processes: atomic on its own. A lease whose job is no longer running under its fence
+        /// changes nothing and has no row; the rows are the completed jobs' records.
+        ///
+        /// The history row is the live row with the fields that completing changes (as
+        /// `JobLifecycle`'s `succeeded` and `store` write them) replaced, so that it keeps every
+        /// column the two tables share, in their order.
+        func completeInOneStatement(_ leases: [JobLease], now: Int64) -> (sql: String, arguments: [SQLValue]) {
+            let sql = """
+                WITH finished AS (
+                    DELETE FROM flow_jobs AS job USING unnest($1::bigint[], $2::bigint[]) AS lease(id, fence)
+                    WHERE job.id = lease.id AND job.fence = lease.fence AND job.state = 'running'
+                    RETURNING jsonb_populate_record(job, jsonb_build_object(
+                        'state', 'completed', 'finished_at', $3::bigint, 'lease_expires_at', NULL)) AS job),
+                moved AS (
+                    INSERT INTO flow_jobs_history SELECT (job).* FROM finished
+                    RETURNING \(PostgresSchema.jobColumns)),
+                notified AS (SELECT count(pg_notify($4, $5)) FROM (SELECT 1 FROM moved LIMIT 1) AS any_moved)
+                SELECT moved.* FROM moved, notified
+                """
+            return (
+                sql,
+                [
+                    .text("{" + leases.map { String($0.id.rawValue) }.joined(separator: ",") + "}"),
+                    .text("{" + leases.map { String($0.fence) }.joined(separator: ",") + "}"), .integer(now),
+                    .text(channel), .text("\(instance) f -"),
                 ]
             )
         }
