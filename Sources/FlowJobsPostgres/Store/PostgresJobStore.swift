@@ -393,7 +393,7 @@ public final class PostgresJobStore: JobStore {
     ///
     /// `body` runs on a thread of the store's own and each of its statements waits there for the
     /// server's answer. Write its SQL for PostgreSQL, with `?` (numbered in order) or `$1`, `$2`, …
-    /// placeholders.
+    /// placeholders; arguments are bound, and rows come back typed, as for ``query(_:_:)``.
     ///
     /// ```swift
     /// store.transaction { transaction in
