@@ -109,12 +109,7 @@ public final class PostgresJobStore: JobStore {
 
     private init(connectionString: String, configuration: Configuration, loop: EventLoop) {
         let schema = configuration.schema
-        misusePrecondition(
-            !schema.isEmpty && schema.count <= 40
-                && schema.unicodeScalars.allSatisfy {
-                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_")
-                },
-            "PostgresJobStore: the schema name must be 1 to 40 letters, digits or underscores, not \"\(schema)\"")
+        Self.checkSchemaName(schema)
         self.connectionString = connectionString
         self.clock = configuration.clock
         self.loop = loop
@@ -131,7 +126,7 @@ public final class PostgresJobStore: JobStore {
         transactionThreads = TransactionThreads(limit: configuration.maxConnections)
         pool = PostgresConnectionPool(
             connectionString: connectionString, maxConnections: configuration.maxConnections, setup: setup, loop: loop)
-        statements = Statements(channel: "flow_jobs:" + schema, instance: UUID().uuidString)
+        statements = Statements(channel: Self.notificationChannel(schema: schema), instance: UUID().uuidString)
         listener = PostgresListener(
             connectionString: connectionString, channel: statements.channel, setup: setup, loop: loop,
             openCount: pool.openCount, safetyInterval: configuration.safetyPollInterval)
@@ -435,7 +430,7 @@ public final class PostgresJobStore: JobStore {
     ///
     /// `body` runs on a thread of the store's own and each of its statements waits there for the
     /// server's answer. Write its SQL for PostgreSQL, with `?` (numbered in order) or `$1`, `$2`, …
-    /// placeholders.
+    /// placeholders; arguments are bound, and rows come back typed, as for ``query(_:_:)``.
     ///
     /// ```swift
     /// store.transaction { transaction in
