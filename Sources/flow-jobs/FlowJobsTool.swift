@@ -47,17 +47,11 @@ struct DatabaseOptions: ParsableArguments {
     /// Opens the database, which must exist: a typo in a file's path is an error, not a new empty
     /// database. A PostgreSQL store is opened on the main loop (its schema created when missing).
     func openStore() throws -> any JobStore {
-        guard isPostgres else { return try openSQLiteStore() }
+        guard isPostgres else {
+            return try SQLiteJobStore(path: database, configuration: .init(createsMissingFile: false))
+        }
         return try EventLoop.main.run(
             until: PostgresJobStore.open(url: database, on: .main, configuration: .init(schema: schema)))
-    }
-
-    /// Opens an SQLite database, for the commands only that store has (its schedules).
-    func openSQLiteStore() throws -> SQLiteJobStore {
-        guard !isPostgres else {
-            throw ToolError(description: "the PostgreSQL store keeps no schedules; this command takes an SQLite file")
-        }
-        return try SQLiteJobStore(path: database, configuration: .init(createsMissingFile: false))
     }
 }
 

@@ -37,7 +37,7 @@ struct SchedulesCommand: ParsableCommand {
     @OptionGroup var options: DatabaseOptions
 
     func run() throws {
-        let store = try options.openSQLiteStore()
+        let store = try options.openStore()
         let schedules = try EventLoop.main.run(until: store.schedules()).map(ScheduleSummary.init)
         if options.json { return try printJSON(schedules) }
         printTable(
@@ -60,7 +60,7 @@ protocol SchedulePausing: ParsableCommand {
 
 extension SchedulePausing {
     func run() throws {
-        let store = try options.openSQLiteStore()
+        let store = try options.openStore()
         guard let state = try EventLoop.main.run(until: store.setSchedulePaused(Self.pauses, name: name)) else {
             throw ToolError(description: "no schedule named \(name) in this database (a worker lists it once started)")
         }

@@ -103,12 +103,29 @@ struct FlowJobsToolPostgresTests {
         #expect(left.map(\.id) == [delayed.rawValue] && left.map(\.state) == ["scheduled"])
     }
 
-    @Test func theScheduleCommandsSayThatTheyTakeAnSQLiteFile() throws {
-        for command in [["schedules"], ["pause", "nightly"], ["resume", "nightly"]] {
-            let run = try flowJobs([command[0]] + database + command.dropFirst())
-            #expect(run.status == 1, "\(command)")
-            #expect(run.errorOutput.contains("the PostgreSQL store keeps no schedules"), "\(run.errorOutput)")
-        }
+    @Test func theScheduleCommandsListPauseAndResumeTheSchedulesOfTheServer() async throws {
+        let store = try await PostgresJobStore.open(url: url, on: preparingLoop, configuration: .init(schema: schema))
+            .get()
+        let job = NewJob(name: "report", queue: "default", payload: Data("{}".utf8), maxAttempts: 1)
+        let firing = ScheduleFiring(
+            name: "nightly", schedule: try JobSchedule(cron: "0 3 * * *", timeZone: "Europe/Stockholm"), job: job,
+            overlap: .skip, catchUp: .latest)
+        _ = try await store.fireSchedule(firing).get()
+        try await store.close().get()
+
+        let listed = try flowJobsJSON([PrintedSchedule].self, ["schedules"] + database)
+        #expect(listed.map(\.name) == ["nightly"] && listed.map(\.paused) == [false])
+        #expect(listed.first?.schedule == #"cron "0 3 * * *" in Europe/Stockholm"#)
+        #expect(listed.first?.nextFireAt != nil)
+
+        let paused = try flowJobs(["pause"] + database + ["nightly"])
+        #expect(paused.status == 0 && paused.output == "schedule nightly paused\n", "\(paused.errorOutput)")
+        #expect(try flowJobsJSON([PrintedSchedule].self, ["schedules"] + database).map(\.paused) == [true])
+        let resumed = try flowJobsJSON(PrintedSchedule.self, ["resume"] + database + ["nightly"])
+        #expect(resumed.name == "nightly" && !resumed.paused)
+
+        let unknown = try flowJobs(["pause"] + database + ["weekly"])
+        #expect(unknown.status == 1 && unknown.errorOutput.contains("no schedule named weekly"), "\(unknown.errorOutput)")
     }
 
     @Test func aServerThatCannotBeReachedEndsTheCommandWithStatusOne() throws {

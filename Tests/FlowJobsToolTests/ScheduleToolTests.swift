@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// A schedule as `flow-jobs schedules --json` prints it.
-private struct PrintedSchedule: Decodable {
+struct PrintedSchedule: Decodable {
     var name: String
     var schedule: String
     var nextFireAt: String?
