@@ -55,6 +55,10 @@ public final class VirtualTimeScheduler: Sendable {
         var work: [UInt64: @Sendable () -> Void] = [:]
         /// What this clock's schedulers run on, made on the first use of ``scheduler``.
         var backend: Backend?
+        /// Tasks in ``waitUntilPending(atLeast:)``, by a number of their own: how much pending work
+        /// each waits for, and how to resume it.
+        var pendingWaiters: [UInt64: (count: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
+        var nextWaiterID: UInt64 = 0
     }
 
     // Guarded by the mutex; work is always taken out of it and run after the lock is released.
@@ -126,6 +130,47 @@ public final class VirtualTimeScheduler: Sendable {
     /// ```
     public var pendingCount: Int {
         state.withLock { $0.work.count }
+    }
+
+    /// Suspends until at least `count` pieces of work are pending (scheduled, neither run nor
+    /// cancelled), or returns at once if they already are.
+    ///
+    /// It is the signal that code running on another thread or task has armed its timer, so that a test
+    /// moves time only once the timer is there to fire, without sleeping or polling. The task's
+    /// cancellation ends the wait early.
+    ///
+    /// ```swift
+    /// let reading = Task { try await connection.read(timeout: 30).get() }
+    /// await clock.waitUntilPending()     // the read's timer is armed
+    /// clock.advance(by: 30)              // and fires
+    /// ```
+    public func waitUntilPending(atLeast count: Int = 1) async {
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    if state.work.count >= count || Task.isCancelled { return true }
+                    state.pendingWaiters[id] = (count, continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.pendingWaiters.removeValue(forKey: id) }?.continuation.resume()
+        }
+    }
+
+    /// Takes out the waiters of ``waitUntilPending(atLeast:)`` that now have the pending work they wait
+    /// for, to be resumed once the lock is released.
+    private static func takeSatisfiedWaiters(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        guard !state.pendingWaiters.isEmpty else { return [] }
+        let pending = state.work.count
+        let satisfied = state.pendingWaiters.filter { $0.value.count <= pending }
+        for id in satisfied.keys { state.pendingWaiters.removeValue(forKey: id) }
+        return satisfied.values.map(\.continuation)
     }
 
     /// When the earliest pending work is due, as time since the clock was created, or `nil` when nothing
@@ -241,18 +286,23 @@ public final class VirtualTimeScheduler: Sendable {
 
     /// Schedules `work` for the current instant: it runs on the next advance.
     fileprivate func enqueue(_ work: @escaping @Sendable () -> Void) {
-        state.withLock { state in
+        let satisfied = state.withLock { state in
             _ = schedule(work, at: state.uptimeNanoseconds, in: &state)
+            return VirtualTimeScheduler.takeSatisfiedWaiters(&state)
         }
+        for waiter in satisfied { waiter.resume() }
     }
 
     /// Schedules `work` `delay` seconds from now on this clock.
     ///
     /// - Returns: a disposable that removes the work if it has not run yet.
     fileprivate func enqueue(after delay: Double, _ work: @escaping @Sendable () -> Void) -> Disposable {
-        let sequence = state.withLock { state in
-            schedule(work, at: VirtualTimeScheduler.adding(seconds: delay, to: state.uptimeNanoseconds), in: &state)
+        let (sequence, satisfied) = state.withLock { state in
+            let sequence = schedule(
+                work, at: VirtualTimeScheduler.adding(seconds: delay, to: state.uptimeNanoseconds), in: &state)
+            return (sequence, VirtualTimeScheduler.takeSatisfiedWaiters(&state))
         }
+        for waiter in satisfied { waiter.resume() }
         return Cancellation(clock: self, sequence: sequence)
     }
 

@@ -93,6 +93,45 @@ struct ConnectionIdleTimeoutTests {
         _ = try await join(client.close(), listener.close()).get()
     }
 
+    @Test("a listener group's connectionIdleTimeout and connectionTimeoutScheduler reach the connections of every loop")
+    func aListenerGroupsDefaultReachesItsConnections() async throws {
+        let loops = (0..<2).map { EventLoop.startOnNewThread(name: "net.idle-group-\($0)") }
+        defer { for loop in loops { loop.shutdown() } }
+        let clock = VirtualTimeScheduler()
+        let (accepted, acceptedContinuation) = AsyncStream.makeStream(of: TCPConnection.self)
+        let group = try TCPListenerGroup.listen(port: 0, loops: loops) { acceptedContinuation.yield($0) }
+        #expect(group.connectionIdleTimeout == nil)
+        #expect(group.connectionTimeoutScheduler == nil)
+        group.connectionIdleTimeout = 5
+        group.connectionTimeoutScheduler = clock.scheduler
+        #expect(group.connectionIdleTimeout == 5)
+        #expect(group.connectionTimeoutScheduler == clock.scheduler)
+        // Whichever loop the kernel hands a connection to, its listener has the group's settings.
+        for listener in group.listeners {
+            #expect(listener.connectionIdleTimeout == 5)
+            #expect(listener.connectionTimeoutScheduler == clock.scheduler)
+        }
+        let client = try await TCPConnection.connect(to: group.localAddress, on: loops[0]).get()
+        var iterator = accepted.makeAsyncIterator()
+        let server = try #require(await iterator.next())
+        #expect(server.idleTimeout == 5)
+        #expect(server.timeoutScheduler == clock.scheduler)
+        let read = server.read()
+        await clock.waitUntilPending()   // the idle timer, armed as the connection was accepted
+        clock.advance(by: 4.9)
+        #expect(server.isOpen)
+        clock.advance(by: 0.1)
+        await #expect(throws: ConnectionIdleTimeoutError(seconds: 5)) { try await read.get() }
+        #expect(try await client.read().get() == nil)
+        group.connectionIdleTimeout = nil
+        group.connectionTimeoutScheduler = nil
+        for listener in group.listeners {
+            #expect(listener.connectionIdleTimeout == nil)
+            #expect(listener.connectionTimeoutScheduler == nil)
+        }
+        _ = try await join(client.close(), group.close()).get()
+    }
+
     @Test("ConnectionIdleTimeoutError says what happened")
     func theErrorSaysWhatHappened() {
         #expect("\(ConnectionIdleTimeoutError(seconds: 30))" == "closed after 30.0 s with no byte read or written")

@@ -22,14 +22,18 @@ private func withTimeoutPair(
 
 @Suite("Read and idle timeouts")
 struct IdleTimeoutTests {
-    @Test func linesWithAnIdleTimeoutEndWithIdleWhenThePeerSendsNothingAndTheConnectionStaysOpen() async throws {
+    @Test(.timeLimit(.minutes(1)))
+    func linesWithAnIdleTimeoutEndWithIdleWhenThePeerSendsNothingAndTheConnectionStaysOpen() async throws {
         try await withTimeoutPair { server, client in
+            let clock = VirtualTimeScheduler()
+            server.timeoutScheduler = clock.scheduler
             let lines = Shared<[String]>([])
-            await #expect(throws: StreamTimeoutError.idle(seconds: 0.05)) {
-                for try await line in server.lines(maximumLength: 100, idleTimeout: 0.05) {
+            let reading = Task {
+                for try await line in server.lines(maximumLength: 100, idleTimeout: 30) {
                     lines.mutate { $0.append(line) }
                 }
             }
+            try await Self.expectIdleTimeout(of: reading, after: 30, on: clock)
             #expect(lines.value.isEmpty)
             // The timeout ended the reading, not the connection.
             try await server.writeAsync("bye\n")
@@ -60,17 +64,38 @@ struct IdleTimeoutTests {
         }
     }
 
-    @Test func framesAndChunksWithAnIdleTimeoutEndWithIdle() async throws {
-        try await withTimeoutPair { server, client in
-            // Half a frame, then nothing: the frame never completes.
-            try await client.writeAsync([0, 0, 0, 4, 1, 2])
-            await #expect(throws: StreamTimeoutError.idle(seconds: 0.05)) {
-                for try await _ in server.frames(lengthPrefix: .uint32BigEndian, maximumLength: 16, idleTimeout: 0.05) {}
+    @Test(.timeLimit(.minutes(1)))
+    func framesAndChunksWithAnIdleTimeoutEndWithIdle() async throws {
+        try await withTimeoutPair { server, _ in
+            let clock = VirtualTimeScheduler()
+            server.timeoutScheduler = clock.scheduler
+            let frames = Task {
+                for try await _ in server.frames(lengthPrefix: .uint32BigEndian, maximumLength: 16, idleTimeout: 30) {}
             }
-            await #expect(throws: StreamTimeoutError.idle(seconds: 0.05)) {
-                for try await _ in server.chunks(idleTimeout: 0.05) {}
+            try await Self.expectIdleTimeout(of: frames, after: 30, on: clock)
+            let chunks = Task {
+                for try await _ in server.chunks(idleTimeout: 30) {}
             }
+            try await Self.expectIdleTimeout(of: chunks, after: 30, on: clock)
         }
+    }
+
+    /// Waits for `reading`'s step to arm its timer on `clock`, checks that the timer is due `seconds`
+    /// from now and that time short of it ends nothing, then moves the clock to it and expects
+    /// `reading` to end with ``StreamTimeoutError/idle(seconds:)``. A sequence that arms no timer never
+    /// gets past the wait (the test's time limit fails it); one that times out early fails the checks.
+    private static func expectIdleTimeout(
+        of reading: Task<Void, any Error>, after seconds: Double, on clock: VirtualTimeScheduler
+    ) async throws {
+        await clock.waitUntilPending()
+        let armedAt = clock.now
+        #expect(clock.pendingCount == 1)
+        #expect(clock.nextDueTime == armedAt + .seconds(seconds))
+        clock.advance(by: seconds - 0.001)
+        #expect(clock.pendingCount == 1, "the step's timer fired before its idle timeout")
+        clock.advance(by: 0.001)
+        #expect(clock.pendingCount == 0)
+        await #expect(throws: StreamTimeoutError.idle(seconds: seconds)) { try await reading.value }
     }
 
     @Test func theTimeoutErrorSaysWhatHappened() {

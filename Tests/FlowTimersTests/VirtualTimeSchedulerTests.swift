@@ -148,4 +148,34 @@ struct VirtualTimeSchedulerTests {
         #expect(ran.values == [5000])
         #expect(clock.now == .seconds(5))
     }
+
+    @Test("waitUntilPending returns once that much work is pending, at once if it already is", .timeLimit(.minutes(1)))
+    func waitUntilPendingReturnsOnceWorkIsScheduled() async {
+        let clock = VirtualTimeScheduler()
+        let scheduler = clock.scheduler
+        scheduler.async(after: 1) {}
+        let waiting = Task {
+            await clock.waitUntilPending(atLeast: 2)
+            return clock.pendingCount
+        }
+        scheduler.async(after: 2) {}
+        #expect(await waiting.value == 2)
+        await clock.waitUntilPending(atLeast: 2)
+        clock.advance(by: 2)
+        #expect(clock.pendingCount == 0)
+        // Work scheduled without a delay counts too.
+        let again = Task { await clock.waitUntilPending() }
+        scheduler.async {}
+        await again.value
+        #expect(clock.pendingCount == 1)
+    }
+
+    @Test("cancelling a task in waitUntilPending ends its wait", .timeLimit(.minutes(1)))
+    func cancellingEndsTheWaitForPendingWork() async {
+        let clock = VirtualTimeScheduler()
+        let waiting = Task { await clock.waitUntilPending() }
+        waiting.cancel()
+        await waiting.value
+        #expect(clock.pendingCount == 0)
+    }
 }

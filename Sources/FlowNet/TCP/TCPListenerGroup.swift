@@ -26,6 +26,34 @@ public final class TCPListenerGroup: Sendable {
     /// The port all listeners share (the one chosen when asked for port 0).
     public var port: Int { localAddress.port }
 
+    /// The ``StreamConnection/idleTimeout`` each connection accepted from now on, on any loop, starts
+    /// with: seconds it may go without reading or writing a byte before it is closed; `nil` (the
+    /// default) sets none. Setting it sets every listener's ``TCPListener/connectionIdleTimeout``;
+    /// reading it reads the first listener's. Callable from any thread.
+    ///
+    /// ```swift
+    /// group.connectionIdleTimeout = 30
+    /// ```
+    public var connectionIdleTimeout: Double? {
+        get { listeners[0].connectionIdleTimeout }
+        set {
+            for listener in listeners { listener.connectionIdleTimeout = newValue }
+        }
+    }
+
+    /// The ``StreamConnection/timeoutScheduler`` each connection accepted from now on, on any loop,
+    /// starts with: the scheduler whose clock times its idle timeout and read deadline; `nil` (the
+    /// default) for the connection's loop. Setting it sets every listener's
+    /// ``TCPListener/connectionTimeoutScheduler``; reading it reads the first listener's. Tests give a
+    /// FlowTesting `VirtualTimeScheduler`'s scheduler, to move the connections' time by hand. Callable
+    /// from any thread.
+    public var connectionTimeoutScheduler: Scheduler? {
+        get { listeners[0].connectionTimeoutScheduler }
+        set {
+            for listener in listeners { listener.connectionTimeoutScheduler = newValue }
+        }
+    }
+
     private init(listeners: [TCPListener]) {
         self.listeners = listeners
     }
