@@ -336,6 +336,7 @@ enum Controller {
                     let drains = slots[index].crashAt.hasPrefix(CrashPoint.duringDrain.rawValue)
                     if drains || Int.random(in: 0..<10, using: &random) == 0 {
                         // A graceful stop: it drains (and a worker armed for it dies in the drain).
+                        events.append("term \(pid) \(nowMilliseconds())")
                         kill(pid, SIGTERM)
                         slots[index].isTerminating = true
                         terminations += 1
