@@ -32,8 +32,8 @@ enum Controller {
         var clusterScript: String?
         /// How many times the server is crashed (`pg_ctl stop -m immediate`) and restarted.
         var serverCrashes = 3
-        /// Whether reruns later than the lease plus a second are reported without failing the run (CI's
-        /// PostgreSQL run: that bound is not met there under a loaded machine; every other check holds).
+        /// Whether reruns later than the lease plus a second are reported without failing the run (for
+        /// manual runs that look at the other checks; CI enforces it).
         var rescueTimeNotEnforced = false
     }
 
@@ -336,6 +336,7 @@ enum Controller {
                     let drains = slots[index].crashAt.hasPrefix(CrashPoint.duringDrain.rawValue)
                     if drains || Int.random(in: 0..<10, using: &random) == 0 {
                         // A graceful stop: it drains (and a worker armed for it dies in the drain).
+                        events.append("term \(pid) \(nowMilliseconds())")
                         kill(pid, SIGTERM)
                         slots[index].isTerminating = true
                         terminations += 1

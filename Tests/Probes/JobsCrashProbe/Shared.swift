@@ -98,8 +98,8 @@ struct RunFiles {
     var acknowledgements: String { directory + "/acks.log" }
     /// Claims (`claim <job> <attempt> <pid> <ms> <run at ms>`), self-kills (`selfkill <pid> <ms> <point>`),
     /// kills (`kill <pid> <ms>`), lost leases (`leaselost <pid> <job>`), workers ready (`ready <pid> <ms>`,
-    /// the store open and the worker started) and drained (`exit <pid> <ms>`), and the server's crashes
-    /// (`outage-start <ms>`, `outage-end <ms>`, once it accepts connections again).
+    /// the store open and the worker started), sent SIGTERM (`term <pid> <ms>`) and drained (`exit <pid> <ms>`),
+    /// and the server's crashes (`outage-start <ms>`, `outage-end <ms>`, once it accepts connections again).
     var events: String { directory + "/events.log" }
     /// The effect written outside the completion's transaction: `<job> <attempt> <pid>`.
     var outsideEffects: String { directory + "/outside.log" }

@@ -132,6 +132,7 @@ struct Verification {
         var outages: [(start: Int64, end: Int64)] = []
         var readyAt: [Int32: Int64] = [:]
         var exitAt: [Int32: Int64] = [:]
+        var termAt: [Int32: Int64] = [:]
         for fields in lines(files.events) {
             switch fields.first {
             case "claim" where fields.count == 6:
@@ -151,6 +152,8 @@ struct Verification {
                 if let pid = Int32(fields[1]), let time = Int64(fields[2]) { readyAt[pid] = time }
             case "exit" where fields.count == 3:
                 if let pid = Int32(fields[1]), let time = Int64(fields[2]) { exitAt[pid] = time }
+            case "term" where fields.count == 3:
+                if let pid = Int32(fields[1]), let time = Int64(fields[2]) { termAt[pid] = time }
             case "outage-start" where fields.count == 2:
                 if let time = Int64(fields[1]) { outages.append((time, Int64.max)) }
             case "outage-end" where fields.count == 2:
@@ -201,11 +204,12 @@ struct Verification {
                 // A job is rescued by another worker that lives through its rescue: when the kills
                 // left none alive from its lease's end for a second (the workers die every few hundred
                 // milliseconds, and a new one must open its store first), the limit runs from the
-                // first moment one is.
+                // first moment one is. A worker sent SIGTERM claims no more (a claim answered in its
+                // drain gives its jobs back, due at once), so it rescues nothing from then on.
                 let leaseEnd = killedAt + Int64(lease * 1000)
                 let rescuerFrom = readyAt.compactMap { pid, ready -> Int64? in
                     let start = max(ready, leaseEnd)
-                    let death = min(killTimeByPID[pid] ?? Int64.max, exitAt[pid] ?? Int64.max)
+                    let death = min(killTimeByPID[pid] ?? Int64.max, exitAt[pid] ?? Int64.max, termAt[pid] ?? Int64.max)
                     return pid != claim.pid && death >= start + 1000 ? start : nil
                 }.min()
                 if let rescuerFrom, rescuerFrom > leaseEnd {
