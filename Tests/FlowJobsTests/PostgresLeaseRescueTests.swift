@@ -57,11 +57,13 @@ struct PostgresLeaseRescueTests {
     }
 
     /// Runs what the virtual scheduler holds until `condition`, waiting between rounds for the
-    /// server's answers (which arrive on the store's loop, not on the clock); fails after the hang guard.
+    /// server's answers (which arrive on the store's loop, not on the clock) and moving the clock a
+    /// millisecond a round: a claim answered after the clock reached its wake-up time arms the next
+    /// wake-up at least a millisecond later. Fails after the hang guard.
     private func pump(_ jobs: VirtualJobs, until condition: () -> Bool, _ what: String) throws {
         let deadline = DispatchTime.now() + hangGuard
         while !condition() {
-            jobs.clock.advance(by: .zero)
+            jobs.clock.advance(by: .milliseconds(1))
             if condition() { return }
             guard DispatchTime.now() < deadline else {
                 Issue.record("timed out waiting: \(what)")
