@@ -95,9 +95,10 @@ struct MainActorCallbackTests {
     }
 
     @Test func retryHooksAndPredicatesUpdateMainActorState() async throws {
+        let counter = MainActorRetryCounter()   // this test's own, as tests run in parallel
         let log = MainActorLog()
         let withHook = try await Future<Int>(on: .mainActor) { completion in
-            MainActorRetryCounter.shared.attempt(completion)
+            counter.attempt(completion)
             return NilDisposer()
         }
         .onErrorRepeat(
@@ -111,9 +112,9 @@ struct MainActorCallbackTests {
         .get()
         #expect(withHook == 3)
 
-        MainActorRetryCounter.shared.reset()
+        counter.reset()
         let withPredicate = try await Future<Int>(on: .mainActor) { completion in
-            MainActorRetryCounter.shared.attempt(completion)
+            counter.attempt(completion)
             return NilDisposer()
         }
         .onErrorRepeat(on: .mainActor, delayBetweenRepetitions: 0.001, maxRepetitions: 5) { _ in
@@ -123,9 +124,9 @@ struct MainActorCallbackTests {
         .get()
         #expect(withPredicate == 3)
 
-        MainActorRetryCounter.shared.reset()
+        counter.reset()
         let withBackoff = try await Future<Int>(on: .mainActor) { completion in
-            MainActorRetryCounter.shared.attempt(completion)
+            counter.attempt(completion)
             return NilDisposer()
         }
         .onErrorRepeat(
@@ -420,10 +421,9 @@ final class MainActorCounter {
 }
 
 /// Fails twice, then succeeds with the number of attempts: an operation a repetition re-runs, kept on
-/// the main actor.
+/// the main actor. Each test makes its own: tests run in parallel.
 @MainActor
 final class MainActorRetryCounter {
-    static let shared = MainActorRetryCounter()
     private var attempts = 0
 
     func reset() { attempts = 0 }
