@@ -32,6 +32,36 @@ struct MainActorLatestAndOrderedTests {
         #expect(log.everyEntryWasOnTheMainLoop)
     }
 
+    @Test func aThrowingMapUpdatesMainActorStateAndEndsWithItsError() async throws {
+        struct NotANumber: Error, Equatable { let text: String }
+        let log = MainActorLog()
+        var total = 0   // captured main-actor state
+        let loop = EventLoop.startOnNewThread(name: "test.swift6.throwing-map")
+        defer { loop.shutdown() }
+        let callbacker = Callbacker<String>()
+        let bag = DisposeBag()
+        defer { bag.dispose() }
+        bag += Signal(callbacker: callbacker)
+            .map(on: .mainActor) { text -> Int in
+                guard let number = Int(text) else { throw NotANumber(text: text) }
+                total += number
+                return number
+            }
+            .onEvent(on: .mainActor) { event in
+                switch event {
+                case .value(let number): log.append("value \(number)")
+                case .end(let error): log.append("end \((error as? NotANumber)?.text ?? "-")")
+                }
+            }
+        // Signalled from another loop's thread: the transform still runs on the main loop, and the
+        // signal ends at its first error.
+        await loop.perform { for text in ["1", "2", "three", "4"] { callbacker.callAll(with: text) } }
+        await log.waitForEntries(3)
+        #expect(log.entries == ["value 1", "value 2", "end three"])
+        #expect(total == 3)
+        #expect(log.everyEntryWasOnTheMainLoop)
+    }
+
     @Test func writeHooksUpdateMainActorState() async throws {
         let log = MainActorLog()
         var written: [Int] = []   // captured main-actor state
@@ -185,18 +215,18 @@ struct MainActorLatestAndOrderedTests {
             }.get()
         }
 
-        MainActorRetryCounter.shared.reset()
+        let counter = MainActorRetryCounter()   // this test's own, as tests run in parallel
         let repeatedOnResult = try await Future<Int>(on: .mainActor) { completion in
-            MainActorRetryCounter.shared.attempt(completion)
+            counter.attempt(completion)
             return NilDisposer()
         }.onResultRepeat(on: .mainActor, maxRepetitions: 5) { result in
             log.append("onResultRepeat")
             return result.error != nil
         }.get()
         #expect(repeatedOnResult == 3)
-        MainActorRetryCounter.shared.reset()
+        counter.reset()
         let repeatedByFuture = try await Future<Int>(on: .mainActor) { completion in
-            MainActorRetryCounter.shared.attempt(completion)
+            counter.attempt(completion)
             return NilDisposer()
         }.onErrorRepeat(on: .mainActor, maxRepetitions: 5) { _ -> Future<Bool> in
             log.append("onErrorRepeat deciding")

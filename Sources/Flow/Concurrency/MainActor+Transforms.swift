@@ -23,6 +23,24 @@ extension SignalProvider {
         map(on: mainActor.scheduler, mainActor.callback(transform))
     }
 
+    /// Each value transformed by a throwing main-actor `transform`, run on the main loop: as the throwing
+    /// `map(on: .main)`, for a transform that reads or updates main-actor state (see
+    /// ``MainActorScheduler``). The signal ends with the error `transform` throws.
+    ///
+    /// ```swift
+    /// let amounts = inputs.map(on: .mainActor) { text -> Int in
+    ///     guard let amount = Int(text) else { throw InvalidAmount(text) }
+    ///     total += amount   // main-actor state
+    ///     return amount
+    /// }
+    /// ```
+    @inlinable
+    public func map<Output>(
+        on mainActor: MainActorScheduler, _ transform: @escaping @MainActor (Value) throws -> Output
+    ) -> FiniteSignal<Output> {
+        map(on: mainActor.scheduler, mainActor.callback(transform))
+    }
+
     /// The values main-actor `transform` maps to something other than `nil`, run on the main loop: as
     /// `compactMap(on: .main)`, for a transform that reads or updates main-actor state (see
     /// ``MainActorScheduler``).
