@@ -230,7 +230,7 @@ extension PostgresJobStore {
     }
 
     /// The rescue's transaction, on the pool's connection or the leader's.
-    private func rescuing(maxLeaseExpiries: Int) -> @Sendable (PostgresSession, Int64) throws -> [JobRecord] {
+    fileprivate func rescuing(maxLeaseExpiries: Int) -> @Sendable (PostgresSession, Int64) throws -> [JobRecord] {
         let statements = statements
         return { session, now in
             let rescued = try statements.rescueExpiredLeases(maxLeaseExpiries: maxLeaseExpiries, now: now, on: session)
@@ -277,26 +277,49 @@ extension PostgresJobStore {
         _ store: PostgresJobStore, every seconds: Double, maxLeaseExpiries: Int, on loop: EventLoop,
         leading: @escaping @Sendable () -> PostgresLeaderElection?
     ) -> Disposable {
-        let isDisposed = Locked(false)
-        let next = Locked<Disposable?>(nil)
-        // The next round, kept here until disposed; it holds the store weakly.
-        let nextRound = Locked<(@Sendable () -> Void)?>(nil)
-        let round: @Sendable () -> Void = { [weak store] in
-            guard let store, !isDisposed.withLock({ $0 }) else { return }
-            let rescued: Future<[JobRecord]> =
-                leading()?.leaderTransaction(store.rescuing(maxLeaseExpiries: maxLeaseExpiries)) ?? Future([])
-            rescued.onResult(on: .none) { _ in
-                guard !isDisposed.withLock({ $0 }) else { return }
-                next.withLock { $0 = loop.execute(after: seconds) { nextRound.withLock { $0 }?() } }
-            }
+        let rounds = RescueRounds(
+            store: store, every: seconds, maxLeaseExpiries: maxLeaseExpiries, on: loop, leading: leading)
+        rounds.round()
+        return Disposer { rounds.dispose() }
+    }
+}
+
+/// The leader's repeated rescue: a round now, then one every `seconds`, each in `leading()`'s
+/// transaction, until disposed or the store is gone. Only the pending timer holds it between rounds,
+/// and it holds the store weakly, so nothing keeps it alive once its loop closes or it stops.
+private final class RescueRounds: Sendable {
+    private weak let store: PostgresJobStore?
+    private let seconds: Double
+    private let maxLeaseExpiries: Int
+    private let loop: EventLoop
+    private let leading: @Sendable () -> PostgresLeaderElection?
+    private let isDisposed = Locked(false)
+    private let next = Locked<Disposable?>(nil)
+
+    init(
+        store: PostgresJobStore, every seconds: Double, maxLeaseExpiries: Int, on loop: EventLoop,
+        leading: @escaping @Sendable () -> PostgresLeaderElection?
+    ) {
+        self.store = store
+        self.seconds = seconds
+        self.maxLeaseExpiries = maxLeaseExpiries
+        self.loop = loop
+        self.leading = leading
+    }
+
+    func round() {
+        guard let store, !isDisposed.withLock({ $0 }) else { return }
+        let rescued: Future<[JobRecord]> =
+            leading()?.leaderTransaction(store.rescuing(maxLeaseExpiries: maxLeaseExpiries)) ?? Future([])
+        rescued.onResult(on: .none) { [self] _ in
+            guard !isDisposed.withLock({ $0 }) else { return }
+            next.withLock { $0 = loop.execute(after: seconds) { [self] in round() } }
         }
-        nextRound.withLock { $0 = round }
-        round()
-        return Disposer {
-            isDisposed.withLock { $0 = true }
-            nextRound.withLock { $0 = nil }
-            next.withLock { $0 }?.dispose()
-        }
+    }
+
+    func dispose() {
+        isDisposed.withLock { $0 = true }
+        next.withLock { $0 }?.dispose()
     }
 }
 
