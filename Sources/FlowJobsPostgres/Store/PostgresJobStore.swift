@@ -106,6 +106,12 @@ public final class PostgresJobStore: JobStore {
     let transactionThreads: TransactionThreads
     /// Completions waiting for the next batch (``completeInBatch(_:)``).
     let completionBatches = Locked(CompletionBatches())
+    /// Each schedule's state as this store's last firing of it left it: what a timer's tick is fired
+    /// against in one statement (``fireSchedule(_:)``), which checks it still holds.
+    let lastFiredSchedules = Locked<[String: ScheduleState]>([:])
+    /// How many of this store's schedule firings ran as a transaction of several statements rather than
+    /// as one statement: what the tests read to tell the two apart.
+    package let scheduleFiringsInTransaction = Locked(0)
 
     private init(connectionString: String, configuration: Configuration, loop: EventLoop) {
         let schema = configuration.schema
