@@ -6,18 +6,17 @@ extension PostgresJobStore {
     /// Fires a schedule's due and missed ticks; see `JobStore/fireSchedule(_:)`.
     ///
     /// Every worker that declares the schedule fires it, in whichever process. A timer's tick that is the
-    /// only one due, fired against the schedule's state as this store last left it, is one statement
-    /// (``ScheduleFiring/oneStatementFiring(after:now:)``): it moves the schedule on, records the tick
-    /// under its key (schedule, fire time), enqueues the tick's job and notifies, all on the condition
-    /// that the schedule's row still holds that last fired tick, is not paused, has no waiting tick and,
-    /// unless the schedule runs jobs alongside, that the previous tick's job has finished. A worker that
-    /// finds the tick fired by another (the row moved on) reads the row and is answered
-    /// ``ScheduleTickOutcome/alreadyFired``, with no transaction. Anything else (catching up, a paused or
-    /// waiting schedule, an unfinished previous job, a state this store has not seen) fires in one
-    /// transaction with ``ScheduleFiring``'s steps: the first statement locks the schedule's row until the
-    /// commit, so firings of one schedule run one after the other, and the later one finds the ticks
-    /// recorded and fires nothing. A tick's row commits with its job; were two firings to try one tick,
-    /// the second's row would collide with the first's and roll its job back with it.
+    /// only one due, fired against the schedule's state as this store last left it, is one statement:
+    /// it moves the schedule on, records the tick under its key (schedule, fire time), enqueues the
+    /// tick's job and notifies, all on the condition that the schedule's row still holds that last fired
+    /// tick, is not paused, has no waiting tick and, unless the schedule runs jobs alongside, that the
+    /// previous tick's job has finished. A worker that finds the tick fired by another (the row moved on)
+    /// reads the row and is answered `alreadyFired`, with no transaction. Anything else (catching up, a
+    /// paused or waiting schedule, an unfinished previous job, a state this store has not seen) fires in
+    /// one transaction with the steps every store shares: the first statement locks the schedule's row
+    /// until the commit, so firings of one schedule run one after the other, and the later one finds the
+    /// ticks recorded and fires nothing. A tick's row commits with its job; were two firings to try one
+    /// tick, the second's row would collide with the first's and roll its job back with it.
     public func fireSchedule(_ firing: ScheduleFiring) -> Future<ScheduleFiringResult> {
         let now = clock.now().milliseconds
         let known = lastFiredSchedules.withLock { $0[firing.name] }
