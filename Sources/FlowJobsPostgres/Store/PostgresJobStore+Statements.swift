@@ -126,7 +126,9 @@ extension PostgresJobStore {
         /// under its row's lock, rescuing): atomic on its own, so it needs no transaction around it.
         /// Its first row says whether those checks let it claim (`false`: it claimed nothing), the time
         /// to wake for the next job of a queue it left slots free in, and the earliest end of another
-        /// worker's lease; its rows' other columns are the claimed jobs (all `NULL` when none).
+        /// worker's lease; its rows' other columns are the claimed jobs (all `NULL` when none). It takes
+        /// the jobs due within the request's lookahead, as the transaction's claim does; a lease is
+        /// rescued only once it has ended, lookahead or not.
         func claimInOneStatement(_ request: ClaimRequest, now: Int64) -> (sql: String, arguments: [SQLValue]) {
             let wanted = request.slotsByQueue.filter { $0.value > 0 }.sorted { $0.key < $1.key }
             // The claims mirror JobLifecycle's `claimed`: attempt and fence up by one, running. The
@@ -140,7 +142,7 @@ extension PostgresJobStore {
                 picked AS (
                     SELECT job.id FROM wanted CROSS JOIN LATERAL (
                         SELECT id FROM flow_jobs
-                        WHERE queue = wanted.queue AND state IN \(Self.claimableStates) AND run_at <= $4
+                        WHERE queue = wanted.queue AND state IN \(Self.claimableStates) AND run_at <= $7
                             AND name = ANY($3::text[]) AND (SELECT open FROM gate)
                         ORDER BY priority DESC, run_at, id LIMIT wanted.slots FOR UPDATE SKIP LOCKED) AS job),
                 claimed AS (
@@ -168,6 +170,7 @@ extension PostgresJobStore {
                     .text("{" + wanted.map { String($0.value) }.joined(separator: ",") + "}"),
                     .text(Self.arrayLiteral(request.names.sorted())), .integer(now),
                     .integer(now + request.leaseDuration.milliseconds), .text(request.worker),
+                    .integer(now + request.lookahead.milliseconds),
                 ]
             )
         }
@@ -317,7 +320,9 @@ extension PostgresJobStore {
                     RETURNING \(PostgresSchema.jobColumns)
                     """,
                     [
-                        .integer(leaseEnd), .text(request.worker), .text(queue), .integer(now), names,
+                        // Jobs due within the lookahead too: the worker starts them from a timer.
+                        .integer(leaseEnd), .text(request.worker), .text(queue),
+                        .integer(now + request.lookahead.milliseconds), names,
                         .integer(Int64(slots)),
                     ])
                 claimed += rows.map(StoredJobRow.record)
