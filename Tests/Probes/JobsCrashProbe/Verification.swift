@@ -172,6 +172,7 @@ struct Verification {
         var longestWait: Int64 = 0
         var acrossOutages = 0
         var waitingForAWorker = 0
+        var waitingForASlot = 0
         // The rerun with the least time left before its limit, and its evidence, reported either way.
         var closest: (slack: Int64, evidence: () -> [String])?
         let killTimeByPID = Dictionary(kills.map { ($0.pid, $0.time) }, uniquingKeysWith: min)
@@ -219,6 +220,17 @@ struct Verification {
                 if let rescuerFrom, rescuerFrom > leaseEnd {
                     allowed += rescuerFrom - leaseEnd
                     waitingForAWorker += 1
+                }
+                // A rescued job runs when a worker has a free slot and it is the first due job. When
+                // every claim sent from its lease's end to its rerun took as many jobs as it had slots,
+                // the queue held more due jobs than the workers had room for all that time (on a loaded
+                // machine the kills orphan jobs faster than the workers start and run them): the rerun
+                // waited for capacity, not for its rescue, and is counted apart.
+                let actualLeaseEnd = trace.leaseEnd(
+                    job: id, deadWorker: claim.pid, claimedAt: claim.time, killedAt: killedAt, lease: lease)
+                if wait > allowed && trace.everyClaimTookAllItsSlots(from: actualLeaseEnd, to: next.time) {
+                    waitingForASlot += 1
+                    continue
                 }
                 let evidence = {
                     trace.explain(
@@ -269,7 +281,8 @@ struct Verification {
         report(
             "\(orphaned) jobs ran again after their worker died (limit \(limit) ms): running again p50 \(sortedWaits.isEmpty ? 0 : sortedWaits[sortedWaits.count / 2]) ms, "
                 + "p99 \(p99) ms, max \(longestWait) ms, \(lateReruns) beyond the limit; \(waitingForAWorker) waited for a "
-                + "worker to live through the rescue (the limit runs from then)")
+                + "worker to live through the rescue (the limit runs from then); \(waitingForASlot) past it waited for a "
+                + "free slot (every claim from the lease's end to the rerun took all its slots)")
         if let closest, lateReruns == 0 {
             report("the rerun closest to its limit, \(closest.slack) ms before it:")
             for line in closest.evidence() { report("  " + line) }
@@ -340,6 +353,20 @@ struct ClaimTrace {
         return true
     }
 
+    /// When a dead worker's lease of `job` ended: its last heartbeat's end before the kill, else a lease
+    /// after it started the job (its claim committed a little before).
+    func leaseEnd(job id: Int64, deadWorker: Int32, claimedAt: Int64, killedAt: Int64, lease: Double) -> Int64 {
+        let lastBeat = heartbeats[id]?.filter { $0.pid == deadWorker && $0.time <= killedAt }.max { $0.time < $1.time }
+        return lastBeat?.leaseEnd ?? claimedAt + Int64(lease * 1000)
+    }
+
+    /// Whether at least one claim was sent from `start` and answered by `end`, and every such claim
+    /// answered (none failed) with as many jobs as it asked slots for.
+    func everyClaimTookAllItsSlots(from start: Int64, to end: Int64) -> Bool {
+        let sent = claims.values.joined().filter { $0.sentAt >= start && $0.answeredAt <= end }
+        return !sent.isEmpty && sent.allSatisfy { !$0.failed && $0.jobs == $0.slots }
+    }
+
     /// The evidence for one late rerun, times in milliseconds from the kill: the dead worker's lease
     /// end (its last heartbeat's, else its claim's), and for each worker alive then, its last claim
     /// answered before that end (with the wake-up it said) and every claim it sent from then to the
@@ -350,7 +377,7 @@ struct ClaimTrace {
     ) -> [String] {
         func at(_ time: Int64?) -> String { time.map { "\($0 - killedAt >= 0 ? "+" : "")\($0 - killedAt)" } ?? "-" }
         let lastBeat = heartbeats[id]?.filter { $0.pid == deadWorker && $0.time <= killedAt }.max { $0.time < $1.time }
-        let leaseEnd = lastBeat?.leaseEnd ?? claimedAt + Int64(lease * 1000)
+        let leaseEnd = self.leaseEnd(job: id, deadWorker: deadWorker, claimedAt: claimedAt, killedAt: killedAt, lease: lease)
         var lines = [
             "job \(id): worker \(deadWorker) killed at 0, its lease ended at \(at(leaseEnd)) ("
                 + (lastBeat == nil ? "no heartbeat: from its start" : "last heartbeat at \(at(lastBeat?.time))")
