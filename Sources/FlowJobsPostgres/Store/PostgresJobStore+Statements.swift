@@ -272,15 +272,52 @@ extension PostgresJobStore {
                 """,
                 [.integer(now)]
             ).map(StoredJobRow.record)
-            var rescued: [JobRecord] = []
-            for record in expired {
+            guard !expired.isEmpty else { return [] }
+            let lifecycles = try expired.map { record in
                 var lifecycle = record.lifecycle
                 try lifecycle.apply(.leaseExpired(maxLeaseExpiries: maxLeaseExpiries))
-                // The job keeps its run time, and with it its place among the due jobs.
-                rescued.append(
-                    try store(
-                        lifecycle, of: record, runAt: record.runAt.milliseconds, lastError: record.lastError,
-                        worker: record.worker, now: now, on: session))
+                return lifecycle
+            }
+            func list<Value>(_ value: (JobLifecycle) -> Value) -> SQLValue {
+                .text("{" + lifecycles.map { String(describing: value($0)) }.joined(separator: ",") + "}")
+            }
+            // Every rescued row in one statement (as `store` writes one): the rows stay locked for
+            // two round trips, not one per job, and claims pass locked rows by (SKIP LOCKED). The
+            // jobs keep their run times, and with them their places among the due jobs.
+            let rows = try session.rows(
+                """
+                UPDATE flow_jobs SET state = rescue.new_state, attempt = rescue.new_attempt, fence = rescue.new_fence,
+                    lease_expiries = rescue.new_lease_expiries, has_error = rescue.new_has_error,
+                    cancel_requested = rescue.new_cancel_requested,
+                    finished_at = CASE WHEN rescue.is_terminal THEN $8::bigint END,
+                    lease_expires_at = CASE WHEN rescue.new_state = 'running' THEN lease_expires_at END
+                FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::int[], $6::bool[], $7::bool[],
+                    $9::bool[])
+                    AS rescue(rescued_id, new_state, new_attempt, new_fence, new_lease_expiries, new_has_error,
+                        new_cancel_requested, is_terminal)
+                WHERE flow_jobs.id = rescue.rescued_id
+                RETURNING \(PostgresSchema.jobColumns)
+                """,
+                [
+                    .text("{" + expired.map { String($0.id.rawValue) }.joined(separator: ",") + "}"),
+                    .text(Self.arrayLiteral(lifecycles.map(\.state.rawValue))), list(\.attempt), list(\.fence),
+                    list(\.leaseExpiries), list { $0.hasRecordedError ? "t" : "f" },
+                    list { $0.isCancellationRequested ? "t" : "f" }, .integer(now),
+                    list { $0.state.isTerminal ? "t" : "f" },
+                ])
+            guard rows.count == expired.count else {
+                throw PostgresError.server(sqlState: "P0002", message: "expired jobs vanished while locked")
+            }
+            let rescued = rows.map(StoredJobRow.record).sorted { $0.id.rawValue < $1.id.rawValue }
+            let finished = rescued.filter(\.state.isTerminal)
+            if !finished.isEmpty {
+                try session.run(
+                    """
+                    WITH moved AS (DELETE FROM flow_jobs WHERE id = ANY($1::bigint[]) RETURNING *)
+                    INSERT INTO flow_jobs_history SELECT * FROM moved
+                    """,
+                    [.text("{" + finished.map { String($0.id.rawValue) }.joined(separator: ",") + "}")])
+                for record in finished { session.pendingNotifications.append(.finished(record)) }
             }
             return rescued
         }
