@@ -43,12 +43,13 @@ private struct Subject {
 
     func claim(
         _ slots: [String: Int] = ["default": 10], names: Set<String> = ["task"], worker: String = "worker-1",
-        lease: Duration = .seconds(15), maxLeaseExpiries: Int = 3
+        lease: Duration = .seconds(15), maxLeaseExpiries: Int = 3, measuresQueues: Bool = false,
+        lookahead: Duration = .zero
     ) async throws -> ClaimResult {
         try await store.claim(
             ClaimRequest(
                 slotsByQueue: slots, names: names, worker: worker, leaseDuration: lease,
-                maxLeaseExpiries: maxLeaseExpiries)
+                maxLeaseExpiries: maxLeaseExpiries, measuresQueues: measuresQueues, lookahead: lookahead)
         ).get()
     }
 
@@ -129,6 +130,29 @@ struct JobStoreConformanceTests {
         #expect(claimed.worker == "w-a")
         #expect(claimed.leaseExpiresAt == subject.wallClock.jobClock.now().addingTimeInterval(15))
         #expect(try await subject.claim().jobs.isEmpty, "a running job is not claimed twice")
+    }
+
+    /// The worker claims a little ahead and starts such a job from a timer at its run time.
+    @Test(arguments: JobStoreFactory.all)
+    func aClaimWithALookaheadAlsoTakesJobsDueWithinItAndWakesForTheNextOne(_ factory: JobStoreFactory) async throws {
+        let subject = try Subject(factory)
+        let now = subject.wallClock.jobClock.now()
+        let soon = try await subject.enqueue(after: 1)
+        let later = try await subject.enqueue(after: 60)
+        let plain = try await subject.claim()
+        #expect(plain.jobs.isEmpty, "without a lookahead neither job is due")
+        #expect(plain.nextWakeAt == now.addingTimeInterval(1))
+        let ahead = try await subject.claim(lookahead: .seconds(2))
+        #expect(ahead.jobs.map(\.id) == [soon.id], "the job due within the lookahead, not the one after it")
+        let claimed = try #require(ahead.jobs.first)
+        #expect(claimed.state == .running && claimed.attempt == 1 && claimed.runAt == now.addingTimeInterval(1))
+        #expect(claimed.leaseExpiresAt == now.addingTimeInterval(15), "the lease runs from the claim")
+        #expect(ahead.nextWakeAt == now.addingTimeInterval(60))
+        // A claim that measures its queues (a transaction on PostgreSQL) looks ahead the same way and
+        // counts only the jobs due now.
+        let measured = try await subject.claim(measuresQueues: true, lookahead: .seconds(60))
+        #expect(measured.jobs.map(\.id) == [later.id])
+        #expect(measured.queues["default"] == QueueMeasurement(dueCount: 0, oldestDueAt: nil))
     }
 
     @Test(arguments: JobStoreFactory.all)

@@ -59,7 +59,10 @@ struct PostgresLeaseRescueTests {
     /// Runs what the virtual scheduler holds until `condition`, waiting between rounds for the
     /// server's answers (which arrive on the store's loop, not on the clock) and moving the clock a
     /// millisecond a round: a claim answered after the clock reached its wake-up time arms the next
-    /// wake-up at least a millisecond later. Fails after the hang guard.
+    /// wake-up at least a millisecond later. The worker wakes its lookahead before the lease's end
+    /// (a wake-up time does not say whether it is a run time or a lease's end), that claim finds the
+    /// lease running, and its answer arrives once the clock stands at the lease's end: the claim
+    /// that rescues is the next one, a millisecond on. Fails after the hang guard.
     private func pump(_ jobs: VirtualJobs, until condition: () -> Bool, _ what: String) throws {
         let deadline = DispatchTime.now() + hangGuard
         while !condition() {

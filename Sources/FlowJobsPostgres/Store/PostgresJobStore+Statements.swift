@@ -126,7 +126,9 @@ extension PostgresJobStore {
         /// under its row's lock, rescuing): atomic on its own, so it needs no transaction around it.
         /// Its first row says whether those checks let it claim (`false`: it claimed nothing), the time
         /// to wake for the next job of a queue it left slots free in, and the earliest end of another
-        /// worker's lease; its rows' other columns are the claimed jobs (all `NULL` when none).
+        /// worker's lease; its rows' other columns are the claimed jobs (all `NULL` when none). It takes
+        /// the jobs due within the request's lookahead, as the transaction's claim does; a lease is
+        /// rescued only once it has ended, lookahead or not.
         func claimInOneStatement(_ request: ClaimRequest, now: Int64) -> (sql: String, arguments: [SQLValue]) {
             let wanted = request.slotsByQueue.filter { $0.value > 0 }.sorted { $0.key < $1.key }
             // The claims mirror JobLifecycle's `claimed`: attempt and fence up by one, running. The
@@ -140,7 +142,7 @@ extension PostgresJobStore {
                 picked AS (
                     SELECT job.id FROM wanted CROSS JOIN LATERAL (
                         SELECT id FROM flow_jobs
-                        WHERE queue = wanted.queue AND state IN \(Self.claimableStates) AND run_at <= $4
+                        WHERE queue = wanted.queue AND state IN \(Self.claimableStates) AND run_at <= $7
                             AND name = ANY($3::text[]) AND (SELECT open FROM gate)
                         ORDER BY priority DESC, run_at, id LIMIT wanted.slots FOR UPDATE SKIP LOCKED) AS job),
                 claimed AS (
@@ -168,6 +170,7 @@ extension PostgresJobStore {
                     .text("{" + wanted.map { String($0.value) }.joined(separator: ",") + "}"),
                     .text(Self.arrayLiteral(request.names.sorted())), .integer(now),
                     .integer(now + request.leaseDuration.milliseconds), .text(request.worker),
+                    .integer(now + request.lookahead.milliseconds),
                 ]
             )
         }
@@ -269,15 +272,52 @@ extension PostgresJobStore {
                 """,
                 [.integer(now)]
             ).map(StoredJobRow.record)
-            var rescued: [JobRecord] = []
-            for record in expired {
+            guard !expired.isEmpty else { return [] }
+            let lifecycles = try expired.map { record in
                 var lifecycle = record.lifecycle
                 try lifecycle.apply(.leaseExpired(maxLeaseExpiries: maxLeaseExpiries))
-                // The job keeps its run time, and with it its place among the due jobs.
-                rescued.append(
-                    try store(
-                        lifecycle, of: record, runAt: record.runAt.milliseconds, lastError: record.lastError,
-                        worker: record.worker, now: now, on: session))
+                return lifecycle
+            }
+            func list<Value>(_ value: (JobLifecycle) -> Value) -> SQLValue {
+                .text("{" + lifecycles.map { String(describing: value($0)) }.joined(separator: ",") + "}")
+            }
+            // Every rescued row in one statement (as `store` writes one): the rows stay locked for
+            // two round trips, not one per job, and claims pass locked rows by (SKIP LOCKED). The
+            // jobs keep their run times, and with them their places among the due jobs.
+            let rows = try session.rows(
+                """
+                UPDATE flow_jobs SET state = rescue.new_state, attempt = rescue.new_attempt, fence = rescue.new_fence,
+                    lease_expiries = rescue.new_lease_expiries, has_error = rescue.new_has_error,
+                    cancel_requested = rescue.new_cancel_requested,
+                    finished_at = CASE WHEN rescue.is_terminal THEN $8::bigint END,
+                    lease_expires_at = CASE WHEN rescue.new_state = 'running' THEN lease_expires_at END
+                FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::int[], $6::bool[], $7::bool[],
+                    $9::bool[])
+                    AS rescue(rescued_id, new_state, new_attempt, new_fence, new_lease_expiries, new_has_error,
+                        new_cancel_requested, is_terminal)
+                WHERE flow_jobs.id = rescue.rescued_id
+                RETURNING \(PostgresSchema.jobColumns)
+                """,
+                [
+                    .text("{" + expired.map { String($0.id.rawValue) }.joined(separator: ",") + "}"),
+                    .text(Self.arrayLiteral(lifecycles.map(\.state.rawValue))), list(\.attempt), list(\.fence),
+                    list(\.leaseExpiries), list { $0.hasRecordedError ? "t" : "f" },
+                    list { $0.isCancellationRequested ? "t" : "f" }, .integer(now),
+                    list { $0.state.isTerminal ? "t" : "f" },
+                ])
+            guard rows.count == expired.count else {
+                throw PostgresError.server(sqlState: "P0002", message: "expired jobs vanished while locked")
+            }
+            let rescued = rows.map(StoredJobRow.record).sorted { $0.id.rawValue < $1.id.rawValue }
+            let finished = rescued.filter(\.state.isTerminal)
+            if !finished.isEmpty {
+                try session.run(
+                    """
+                    WITH moved AS (DELETE FROM flow_jobs WHERE id = ANY($1::bigint[]) RETURNING *)
+                    INSERT INTO flow_jobs_history SELECT * FROM moved
+                    """,
+                    [.text("{" + finished.map { String($0.id.rawValue) }.joined(separator: ",") + "}")])
+                for record in finished { session.pendingNotifications.append(.finished(record)) }
             }
             return rescued
         }
@@ -317,7 +357,9 @@ extension PostgresJobStore {
                     RETURNING \(PostgresSchema.jobColumns)
                     """,
                     [
-                        .integer(leaseEnd), .text(request.worker), .text(queue), .integer(now), names,
+                        // Jobs due within the lookahead too: the worker starts them from a timer.
+                        .integer(leaseEnd), .text(request.worker), .text(queue),
+                        .integer(now + request.lookahead.milliseconds), names,
                         .integer(Int64(slots)),
                     ])
                 claimed += rows.map(StoredJobRow.record)

@@ -32,8 +32,7 @@ enum Controller {
         var clusterScript: String?
         /// How many times the server is crashed (`pg_ctl stop -m immediate`) and restarted.
         var serverCrashes = 3
-        /// Whether reruns later than the lease plus a second are reported without failing the run (CI's
-        /// PostgreSQL run, until the cause of a rare rerun just past that bound is known).
+        /// Whether reruns later than the lease plus a second are reported without failing the run.
         var rescueTimeNotEnforced = false
     }
 

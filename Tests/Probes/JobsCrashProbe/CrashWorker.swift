@@ -31,7 +31,7 @@ enum CrashWorker {
         let pid = getpid()
         let heartbeatInterval = lease / 4
         let worker = JobWorker(
-            store: base, scheduler: EventLoop.main.scheduler,
+            store: ClaimTracingStore(base, events: events), scheduler: EventLoop.main.scheduler,
             configuration: .init(
                 concurrencyByQueue: [crashJob.queue: concurrency], leaseDuration: .milliseconds(Int64(lease * 1000)),
                 heartbeatInterval: .milliseconds(Int64(heartbeatInterval * 1000)), maxLeaseExpiries: 10,

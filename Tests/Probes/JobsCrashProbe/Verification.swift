@@ -133,7 +133,9 @@ struct Verification {
         var readyAt: [Int32: Int64] = [:]
         var exitAt: [Int32: Int64] = [:]
         var termAt: [Int32: Int64] = [:]
+        var trace = ClaimTrace()
         for fields in lines(files.events) {
+            if trace.read(fields) { continue }
             switch fields.first {
             case "claim" where fields.count == 6:
                 if let id = Int64(fields[1]), let attempt = Int(fields[2]), let pid = Int32(fields[3]),
@@ -170,6 +172,9 @@ struct Verification {
         var longestWait: Int64 = 0
         var acrossOutages = 0
         var waitingForAWorker = 0
+        var waitingForASlot = 0
+        // The rerun with the least time left before its limit, and its evidence, reported either way.
+        var closest: (slack: Int64, evidence: () -> [String])?
         let killTimeByPID = Dictionary(kills.map { ($0.pid, $0.time) }, uniquingKeysWith: min)
         for (id, jobClaims) in claims {
             let ordered = jobClaims.sorted { $0.time < $1.time }
@@ -216,8 +221,30 @@ struct Verification {
                     allowed += rescuerFrom - leaseEnd
                     waitingForAWorker += 1
                 }
+                // A rescued job runs when a worker has a free slot and it is the first due job. When
+                // every claim sent from its lease's end to its rerun took as many jobs as it had slots,
+                // the queue held more due jobs than the workers had room for all that time (on a loaded
+                // machine the kills orphan jobs faster than the workers start and run them): the rerun
+                // waited for capacity, not for its rescue, and is counted apart.
+                let actualLeaseEnd = trace.leaseEnd(
+                    job: id, deadWorker: claim.pid, claimedAt: claim.time, killedAt: killedAt, lease: lease)
+                if wait > allowed && trace.everyClaimTookAllItsSlots(from: actualLeaseEnd, to: next.time) {
+                    waitingForASlot += 1
+                    continue
+                }
+                let evidence = {
+                    trace.explain(
+                        job: id, deadWorker: claim.pid, claimedAt: claim.time, killedAt: killedAt, lease: lease,
+                        rerun: (next.pid, next.time), limit: allowed,
+                        alive: readyAt.keys.filter { pid in
+                            let death = min(killTimeByPID[pid] ?? .max, exitAt[pid] ?? .max, termAt[pid] ?? .max)
+                            return pid != claim.pid && readyAt[pid, default: .max] < next.time && death > leaseEnd
+                        })
+                }
+                if allowed - wait < closest?.slack ?? .max { closest = (allowed - wait, evidence) }
                 if wait > allowed {
                     lateReruns += 1
+                    if lateReruns <= 5 { for line in evidence() { report("  " + line) } }
                     if !enforcesRescueTime {
                         if lateReruns <= 5 {
                             report(
@@ -254,7 +281,12 @@ struct Verification {
         report(
             "\(orphaned) jobs ran again after their worker died (limit \(limit) ms): running again p50 \(sortedWaits.isEmpty ? 0 : sortedWaits[sortedWaits.count / 2]) ms, "
                 + "p99 \(p99) ms, max \(longestWait) ms, \(lateReruns) beyond the limit; \(waitingForAWorker) waited for a "
-                + "worker to live through the rescue (the limit runs from then)")
+                + "worker to live through the rescue (the limit runs from then); \(waitingForASlot) past it waited for a "
+                + "free slot (every claim from the lease's end to the rerun took all its slots)")
+        if let closest, lateReruns == 0 {
+            report("the rerun closest to its limit, \(closest.slack) ms before it:")
+            for line in closest.evidence() { report("  " + line) }
+        }
         report(stopSummary)
         if !outages.isEmpty || !unknownNumbers.isEmpty {
             report(
@@ -270,5 +302,105 @@ struct Verification {
         }
         report("\(failures.count) failures")
         return false
+    }
+}
+
+/// The workers' claims, heartbeats and notifications (ClaimTracingStore's lines), to say of a late
+/// rerun when its lease ended and when and why each live worker claimed after that.
+struct ClaimTrace {
+    struct Claim {
+        var sentAt: Int64
+        var answeredAt: Int64
+        /// Free slots asked for, jobs taken, jobs rescued (`-` for none), and the answer's wake-up.
+        var slots: Int
+        var jobs: Int
+        var rescued: String
+        var wakeAt: Int64?
+        var failed: Bool
+    }
+
+    var claims: [Int32: [Claim]] = [:]
+    /// Per job: the worker, when the heartbeat answered and the lease's new end.
+    var heartbeats: [Int64: [(pid: Int32, time: Int64, leaseEnd: Int64)]] = [:]
+    var heard: [Int32: [(time: Int64, kind: Substring)]] = [:]
+
+    /// Reads one line of the events log when it is one of the trace's.
+    mutating func read(_ fields: [Substring]) -> Bool {
+        switch fields.first {
+        case "claimed" where fields.count == 8:
+            guard let pid = Int32(fields[1]), let sent = Int64(fields[2]), let answered = Int64(fields[3]),
+                let slots = Int(fields[4]), let jobs = Int(fields[5])
+            else { return true }
+            claims[pid, default: []].append(
+                Claim(
+                    sentAt: sent, answeredAt: answered, slots: slots, jobs: jobs, rescued: String(fields[6]),
+                    wakeAt: Int64(fields[7]), failed: false))
+        case "claimfailed" where fields.count == 4:
+            guard let pid = Int32(fields[1]), let sent = Int64(fields[2]), let answered = Int64(fields[3]) else { return true }
+            claims[pid, default: []].append(
+                Claim(sentAt: sent, answeredAt: answered, slots: 0, jobs: 0, rescued: "-", wakeAt: nil, failed: true))
+        case "heartbeat" where fields.count == 5:
+            guard let pid = Int32(fields[1]), let id = Int64(fields[2]), let time = Int64(fields[3]),
+                let end = Int64(fields[4])
+            else { return true }
+            heartbeats[id, default: []].append((pid, time, end))
+        case "heard" where fields.count == 4:
+            guard let pid = Int32(fields[1]), let time = Int64(fields[2]) else { return true }
+            heard[pid, default: []].append((time, fields[3]))
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// When a dead worker's lease of `job` ended: its last heartbeat's end before the kill, else a lease
+    /// after it started the job (its claim committed a little before).
+    func leaseEnd(job id: Int64, deadWorker: Int32, claimedAt: Int64, killedAt: Int64, lease: Double) -> Int64 {
+        let lastBeat = heartbeats[id]?.filter { $0.pid == deadWorker && $0.time <= killedAt }.max { $0.time < $1.time }
+        return lastBeat?.leaseEnd ?? claimedAt + Int64(lease * 1000)
+    }
+
+    /// Whether at least one claim was sent from `start` and answered by `end`, and every such claim
+    /// answered (none failed) with as many jobs as it asked slots for.
+    func everyClaimTookAllItsSlots(from start: Int64, to end: Int64) -> Bool {
+        let sent = claims.values.joined().filter { $0.sentAt >= start && $0.answeredAt <= end }
+        return !sent.isEmpty && sent.allSatisfy { !$0.failed && $0.jobs == $0.slots }
+    }
+
+    /// The evidence for one late rerun, times in milliseconds from the kill: the dead worker's lease
+    /// end (its last heartbeat's, else its claim's), and for each worker alive then, its last claim
+    /// answered before that end (with the wake-up it said) and every claim it sent from then to the
+    /// rerun, with the notifications it heard in between.
+    func explain(
+        job id: Int64, deadWorker: Int32, claimedAt: Int64, killedAt: Int64, lease: Double,
+        rerun: (pid: Int32, time: Int64), limit: Int64, alive: [Int32]
+    ) -> [String] {
+        func at(_ time: Int64?) -> String { time.map { "\($0 - killedAt >= 0 ? "+" : "")\($0 - killedAt)" } ?? "-" }
+        let lastBeat = heartbeats[id]?.filter { $0.pid == deadWorker && $0.time <= killedAt }.max { $0.time < $1.time }
+        let leaseEnd = self.leaseEnd(job: id, deadWorker: deadWorker, claimedAt: claimedAt, killedAt: killedAt, lease: lease)
+        var lines = [
+            "job \(id): worker \(deadWorker) killed at 0, its lease ended at \(at(leaseEnd)) ("
+                + (lastBeat == nil ? "no heartbeat: from its start" : "last heartbeat at \(at(lastBeat?.time))")
+                + "); ran again on \(rerun.pid) at \(at(rerun.time)), limit +\(limit)"
+        ]
+        func describe(_ claim: Claim) -> String {
+            claim.failed
+                ? "sent \(at(claim.sentAt)) failed \(at(claim.answeredAt))"
+                : "sent \(at(claim.sentAt)) answered \(at(claim.answeredAt)): \(claim.jobs) of \(claim.slots) slots, "
+                    + "rescued \(claim.rescued), wake \(at(claim.wakeAt))"
+        }
+        for pid in alive.sorted() {
+            let own = claims[pid] ?? []
+            let before = own.last { $0.answeredAt <= leaseEnd }
+            let after = own.filter { $0.sentAt > (before?.sentAt ?? .min) && $0.sentAt <= rerun.time }
+            let heardThen = (heard[pid] ?? []).filter { $0.time >= leaseEnd && $0.time <= rerun.time }
+            lines.append(
+                "  worker \(pid): last claim before the lease end "
+                    + (before.map(describe) ?? "none")
+                    + "; heard \(heardThen.count) notifications from then"
+                    + (heardThen.first.map { " (first \($0.kind) at \(at($0.time)))" } ?? ""))
+            for claim in after.prefix(6) { lines.append("    claim \(describe(claim))") }
+        }
+        return lines
     }
 }
