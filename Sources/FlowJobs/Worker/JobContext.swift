@@ -25,6 +25,8 @@ public final class JobContext: Sendable {
     /// The completion effects added so far, until the attempt ends (`nil` from then on): an effect
     /// often captures this context, so the context must let go of its effects for either to be freed.
     private let effects = Locked<[@Sendable (any JobTransaction) throws -> Void]?>([])
+    /// Whether the handler writes the job's completion itself (``completesInHandlerTransaction()``).
+    private let isCompletedByHandler = Atomic<Bool>(false)
 
     init(record: JobRecord, worker: String, serviceContext: ServiceContext = .topLevel) {
         self.record = record
@@ -45,8 +47,39 @@ public final class JobContext: Sendable {
     /// error, and the job is retried). Effects run in the order added, on the store's writer: they
     /// must not wait for the store's futures. An effect added once the attempt has ended is dropped.
     public func addCompletionEffect(_ effect: @escaping @Sendable (any JobTransaction) throws -> Void) {
+        misusePrecondition(
+            !isCompletedByHandler.load(ordering: .acquiring),
+            "JobContext.addCompletionEffect: job \(id) is completed in the handler's own transaction "
+                + "(completesInHandlerTransaction), so no effect added here would run: write it in that transaction")
         effects.withLock { $0?.append(effect) }
     }
+
+    /// Tells the worker that the handler writes this attempt's completion itself, in a transaction
+    /// of another client on the store's database, together with its own writes (FlowJobsPostgresNIO's
+    /// `PostgresConnection.completeJob` calls it before it sends the completion). Integrations call
+    /// it; a handler calls the integration.
+    ///
+    /// When the attempt then ends, the worker first reads the job: if that transaction committed, the
+    /// job is completed under this attempt's fence, and the worker reports the attempt as finished
+    /// with that record, writing nothing. Otherwise (the transaction rolled back, or never ran) the
+    /// worker records the attempt's end as usual: completed when the handler succeeded, failed or
+    /// retried when it threw. A heartbeat that finds the job gone meanwhile does not stop the handler:
+    /// the completion may be committing.
+    ///
+    /// An attempt completed this way has no completion effects (``addCompletionEffect(_:)``): those
+    /// run in the store's transaction, which no longer completes the job. Adding one before or after
+    /// this call stops with a message.
+    public func completesInHandlerTransaction() {
+        let hasEffects = effects.withLock { !($0?.isEmpty ?? true) }
+        misusePrecondition(
+            !hasEffects,
+            "JobContext.completesInHandlerTransaction: job \(id) has completion effects (addCompletionEffect), "
+                + "which run only when the worker completes the job: write them in the handler's transaction instead")
+        isCompletedByHandler.store(true, ordering: .releasing)
+    }
+
+    /// Whether the handler said it writes the job's completion itself.
+    var isCompletionWrittenByHandler: Bool { isCompletedByHandler.load(ordering: .acquiring) }
 
     /// Ends the attempt's effects: returns those added so far, as one (`nil` when there are none),
     /// and lets go of them; effects added later are dropped.

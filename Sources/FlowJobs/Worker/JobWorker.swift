@@ -562,6 +562,10 @@ public final class JobWorker: Sendable {
                 } else if let current = state.withLock({ $0.running[id] }), current.lease == attempt.lease {
                     armHeartbeat(for: current)
                 }
+            case .failure(JobStoreError.leaseLost) where attempt.context.isCompletionWrittenByHandler:
+                // The handler's own transaction may have completed the job: the attempt's end reads
+                // the job and tells. No later heartbeat is needed either way.
+                break
             case .failure(JobStoreError.leaseLost(let lease)):
                 emit(.leaseLost(lease))
                 stop(id, reason: .leaseLost)
@@ -646,6 +650,29 @@ public final class JobWorker: Sendable {
             tracer.inject(span.context, into: &headers, using: TraceHeaders())
             if !headers.isEmpty { store.recordFirstAttemptTrace(attempt.lease, traceContext: headers) }
         }
+        if attempt.context.isCompletionWrittenByHandler {
+            // The handler's transaction completed the job when it holds this attempt's fence as
+            // completed: that is the attempt's end, and there is nothing to write.
+            store.job(attempt.record.id).onResult(on: scheduler) { [weak self] result in
+                guard let self else { return }
+                if case .success(let record?) = result, record.state == .completed,
+                    record.fence == attempt.record.fence
+                {
+                    emit(.attemptFinished(record))
+                    writeSettled()
+                } else {
+                    write(attempt, outcome: outcome, effects: effects)
+                }
+            }
+        } else {
+            write(attempt, outcome: outcome, effects: effects)
+        }
+    }
+
+    /// Records the attempt's end in the store; see ``finish(_:outcome:effects:)``.
+    private func write(
+        _ attempt: RunningAttempt, outcome: JobOutcome, effects: (@Sendable (any JobTransaction) throws -> Void)?
+    ) {
         store.finish(attempt.lease, outcome: outcome, effects: effects).onResult(on: scheduler) { [weak self] result in
             guard let self else { return }
             switch result {

@@ -31,8 +31,8 @@ public struct PostgresJobInsertion: Sendable {
     /// Builds the statement that adds `jobs` to the store in `schema`.
     ///
     /// - Parameters:
-    ///   - jobs: at least one job, none with a unique key (a key needs the store's own transaction:
-    ///     use ``PostgresJobStore/transaction(_:)`` or ``PostgresJobStore/enqueue(_:)`` for those).
+    ///   - jobs: at least one job, none with a unique key (a key needs a lookup first:
+    ///     ``PostgresUniqueJobInsertion`` enqueues those).
     ///   - schema: the store's ``PostgresJobStore/Configuration/schema``.
     ///   - clock: the clock for the jobs' creation and due times; the store's clock.
     public init(jobs: [NewJob], schema: String = "flow_jobs", clock: JobClock = .system) {
@@ -40,7 +40,7 @@ public struct PostgresJobInsertion: Sendable {
         misusePrecondition(
             jobs.allSatisfy { $0.uniqueKey == nil },
             "PostgresJobInsertion: a job with a unique key (\"\(jobs.first { $0.uniqueKey != nil }?.uniqueKey ?? "")\") "
-                + "can only be enqueued by the store's own transaction (PostgresJobStore.transaction or enqueue)")
+                + "needs a lookup first: enqueue it with PostgresUniqueJobInsertion")
         PostgresJobStore.checkSchemaName(schema)
         let now = clock.now().milliseconds
         // A fresh instance: no store takes the payload for its own, so every listener (this

@@ -195,8 +195,11 @@ extension PostgresJobStore {
         ///
         /// The history row is the live row with the fields that completing changes (as
         /// `JobLifecycle`'s `succeeded` and `store` write them) replaced, so that it keeps every
-        /// column the two tables share, in their order.
-        func completeInOneStatement(_ leases: [JobLease], now: Int64) -> (sql: String, arguments: [SQLValue]) {
+        /// column the two tables share, in their order. `columns` are the history columns its rows
+        /// hold: the record's, unless the caller needs less.
+        func completeInOneStatement(
+            _ leases: [JobLease], now: Int64, columns: String = PostgresSchema.jobColumns
+        ) -> (sql: String, arguments: [SQLValue]) {
             let sql = """
                 WITH finished AS (
                     DELETE FROM flow_jobs AS job USING unnest($1::bigint[], $2::bigint[]) AS lease(id, fence)
@@ -205,7 +208,7 @@ extension PostgresJobStore {
                         'state', 'completed', 'finished_at', $3::bigint, 'lease_expires_at', NULL)) AS job),
                 moved AS (
                     INSERT INTO flow_jobs_history SELECT (job).* FROM finished
-                    RETURNING \(PostgresSchema.jobColumns)),
+                    RETURNING \(columns)),
                 notified AS (SELECT count(pg_notify($4, $5)) FROM (SELECT 1 FROM moved LIMIT 1) AS any_moved)
                 SELECT moved.* FROM moved, notified
                 """
@@ -221,42 +224,58 @@ extension PostgresJobStore {
 
         // MARK: Enqueueing
 
-        func insert(_ job: NewJob, now: Int64, on session: PostgresSession) throws -> EnqueuedJob {
+        /// The statement that finds the live job holding a unique key (`$1`): its rows are the job's
+        /// identifier and state.
+        static let jobWithUniqueKey = "SELECT id, state FROM flow_jobs WHERE unique_key = $1"
+
+        /// The statement that adds one job, which may have a unique key, unless a live job holds that
+        /// key (then it adds nothing and has no row); its row is the new job's identifier.
+        static let insertUnlessKeyHeld = """
+            INSERT INTO flow_jobs (
+                name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at,
+                trace_context, timeout_ms)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id
+            """
+
+        /// The arguments of ``insertUnlessKeyHeld`` for `job`, and the state it starts in.
+        static func insertArguments(_ job: NewJob, now: Int64) -> (arguments: [SQLValue], state: JobState) {
             let runAt = job.runAt?.milliseconds ?? now
             let lifecycle = JobLifecycle(isDue: runAt <= now, maxAttempts: job.maxAttempts)
+            return (
+                [
+                    .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
+                    .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
+                    job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now),
+                    StoredJobRow.encodeTraceContext(job.traceContext),
+                    job.timeout.map { .integer($0.milliseconds) } ?? .null,
+                ],
+                lifecycle.state
+            )
+        }
+
+        /// What a row of ``jobWithUniqueKey`` answers an enqueue of a job with that key.
+        static func duplicate(fromRow row: [SQLValue]) -> EnqueuedJob {
+            EnqueuedJob(
+                id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: true,
+                state: JobState(rawValue: row[1].textValue ?? "") ?? .available)
+        }
+
+        func insert(_ job: NewJob, now: Int64, on session: PostgresSession) throws -> EnqueuedJob {
+            let (arguments, state) = Self.insertArguments(job, now: now)
             while true {
-                if let key = job.uniqueKey,
-                    let row = try session.rows("SELECT id, state FROM flow_jobs WHERE unique_key = $1", [.text(key)])
-                        .first
-                {
-                    return EnqueuedJob(
-                        id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: true,
-                        state: JobState(rawValue: row[1].textValue ?? "") ?? .available)
+                if let key = job.uniqueKey, let row = try session.rows(Self.jobWithUniqueKey, [.text(key)]).first {
+                    return Self.duplicate(fromRow: row)
                 }
                 // A job with the same key committed by another transaction since the check adds
                 // nothing here (ON CONFLICT): the loop then answers that job.
-                let rows = try session.rows(
-                    """
-                    INSERT INTO flow_jobs (
-                        name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at,
-                        trace_context, timeout_ms)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id
-                    """,
-                    [
-                        .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
-                        .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)),
-                        job.uniqueKey.map(SQLValue.text) ?? .null, .integer(now),
-                        StoredJobRow.encodeTraceContext(job.traceContext),
-                        job.timeout.map { .integer($0.milliseconds) } ?? .null,
-                    ])
+                let rows = try session.rows(Self.insertUnlessKeyHeld, arguments)
                 guard let row = rows.first else { continue }
                 if case .enqueued(let queues)? = session.pendingNotifications.last, queues.contains(job.queue) {
                 } else {
                     session.pendingNotifications.append(.enqueued(queues: [job.queue]))
                 }
-                return EnqueuedJob(
-                    id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: false, state: lifecycle.state)
+                return EnqueuedJob(id: JobID(rawValue: row[0].integerValue ?? 0), isDuplicate: false, state: state)
             }
         }
 
