@@ -1,3 +1,4 @@
+import CSQLite
 import Flow
 import FlowTimers
 import Foundation
@@ -308,6 +309,22 @@ final class SQLiteWriter: Sendable {
         }
         if !enqueuedQueues.isEmpty { notifications.insert(.enqueued(queues: enqueuedQueues), at: 0) }
         publish(notifications)
+        checkpointIfTheLogRanAway()
+    }
+
+    /// Copies the write-ahead log into the database from the writer's own connection once the log
+    /// has passed ``SQLiteCheckpointer/writerCatchUpPages``: the checkpointer beside the writer
+    /// cannot catch up with a writer that never pauses, and the log only starts over once a
+    /// checkpoint has copied all of it. Runs after the batch's requests were settled, so they do not
+    /// wait for it.
+    private func checkpointIfTheLogRanAway() {
+        connection.withLock { connection in
+            guard let connection, connection.walPages >= SQLiteCheckpointer.writerCatchUpPages else { return }
+            connection.walPages = 0
+            // Passive: never waits for a lock (the checkpointer's own checkpoint holds one); a later
+            // batch tries again while the log stays long.
+            _ = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        }
     }
 
     private func runTransaction(
