@@ -21,6 +21,9 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Called after each commit with the write-ahead log's size in pages, in place of SQLite's
     /// automatic checkpoint; set by ``checkpointElsewhere(_:)``.
     private var walDidGrow: (@Sendable (Int32) -> Void)?
+    /// The write-ahead log's size in pages after this connection's last commit, when
+    /// ``checkpointElsewhere(_:)`` watches it; 0 otherwise.
+    var walPages: Int32 = 0
 
     /// Opens (and creates, when `create` says so) the database at `path`, or `:memory:`.
     init(path: String, create: Bool) throws(JobStoreError) {
@@ -67,7 +70,9 @@ final class SQLiteConnection: @unchecked Sendable {
             handle,
             { context, _, _, pages in
                 if let context {
-                    Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().walDidGrow?(pages)
+                    let connection = Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue()
+                    connection.walPages = pages
+                    connection.walDidGrow?(pages)
                 }
                 return SQLITE_OK
             }, Unmanaged.passUnretained(self).toOpaque())

@@ -1,3 +1,4 @@
+import CSQLite
 import Flow
 import FlowTimers
 import Foundation
@@ -21,21 +22,38 @@ final class SQLiteWriter: Sendable {
         let run: @Sendable (SQLiteConnection) throws -> Void
         /// Called once, after the commit (`nil`) or with the error that failed the request.
         let settle: @Sendable ((any Error)?) -> Void
+        /// The loop that submitted the request and polls for its result, if any.
+        var polling: SQLiteLoopPolling? = nil
     }
 
     private struct Queue {
+        /// Marks the writer thread awake again, and tells whether the caller must signal it.
+        mutating func wakesWriter() -> Bool {
+            defer { isWriterSleeping = false }
+            return isWriterSleeping
+        }
+
         var requests: [Request] = []
         var isClosed = false
         /// Called once the connection has closed.
         var whenClosed: [@Sendable () -> Void] = []
         var hasClosedConnection = false
+        /// Whether the writer thread waits on `wakeWriter`: only then does new work signal it, once.
+        var isWriterSleeping = false
     }
 
     /// The connection, `nil` once closed. Locked for a whole batch, so it is used by one thread at a time.
     private let connection: Locked<SQLiteConnection?>
     private let queue = Locked(Queue())
-    /// Signalled once per submitted request and once at close; the writer thread waits on it.
+    /// Signalled once for each time the writer thread goes to sleep (`Queue.isWriterSleeping`), by
+    /// the first work that comes; the writer thread waits on it.
     private let wakeWriter = DispatchSemaphore(value: 0)
+    /// Set with any new work for the writer thread (a request, a commit check, the close), cleared
+    /// when it takes its queue: what the writer thread watches while it spins for the next request.
+    private let hasWork = Atomic<Bool>(false)
+    /// The loops that submit requests from their own threads, each polling while its requests are
+    /// in flight (see ``SQLiteLoopPolling``).
+    private let loopPollings = Locked<[ObjectIdentifier: SQLiteLoopPolling]>([:])
     private let usesWriterThread: Bool
     private let busyRetryLimit: Int
     private let busyBackoff: Backoff
@@ -90,15 +108,31 @@ final class SQLiteWriter: Sendable {
             runBatch([request])
             return
         }
-        let accepted = queue.withLock { queue in
-            guard !queue.isClosed else { return false }
+        var request = request
+        request.polling = pollingOfCurrentLoop()
+        let (accepted, wakes) = queue.withLock { queue in
+            guard !queue.isClosed else { return (false, false) }
             queue.requests.append(request)
-            return true
+            hasWork.store(true, ordering: .releasing)
+            return (true, queue.wakesWriter())
         }
         if accepted {
-            wakeWriter.signal()
+            request.polling?.requestSubmitted()
+            if wakes { wakeWriter.signal() }
         } else {
             request.settle(JobStoreError.closed)
+        }
+    }
+
+    /// The polling of the event loop whose thread submits, or `nil` off any loop (a virtual-time
+    /// scheduler, a plain thread).
+    private func pollingOfCurrentLoop() -> SQLiteLoopPolling? {
+        guard SQLiteLoopPolling.budgetNanoseconds > 0, let loop = Scheduler.executing?.eventLoop else { return nil }
+        return loopPollings.withLock { pollings in
+            if let polling = pollings[ObjectIdentifier(loop)] { return polling }
+            let polling = SQLiteLoopPolling(loop: loop)
+            pollings[ObjectIdentifier(loop)] = polling
+            return polling
         }
     }
 
@@ -106,12 +140,13 @@ final class SQLiteWriter: Sendable {
     /// one, and then `whenClosed` is called (at once if it has already closed).
     func close(whenClosed: @escaping @Sendable () -> Void = {}) {
         if usesWriterThread {
-            let (wasOpen, hasClosed) = queue.withLock { queue in
+            let (wakes, hasClosed) = queue.withLock { queue in
                 defer { queue.isClosed = true }
                 if !queue.hasClosedConnection { queue.whenClosed.append(whenClosed) }
-                return (!queue.isClosed, queue.hasClosedConnection)
+                hasWork.store(true, ordering: .releasing)
+                return (!queue.isClosed && queue.wakesWriter(), queue.hasClosedConnection)
             }
-            if wasOpen { wakeWriter.signal() }
+            if wakes { wakeWriter.signal() }
             if hasClosed { whenClosed() }
         } else {
             _ = connection.withLock { $0.take() }
@@ -153,7 +188,12 @@ final class SQLiteWriter: Sendable {
             return
         }
         // One pending check covers every change before it runs.
-        if !needsCommitCheck.exchange(true, ordering: .acquiringAndReleasing) { wakeWriter.signal() }
+        guard !needsCommitCheck.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let wakes = queue.withLock { queue in
+            hasWork.store(true, ordering: .releasing)
+            return queue.wakesWriter()
+        }
+        if wakes { wakeWriter.signal() }
     }
 
     /// When another connection committed since the last check, publishes the queues that have
@@ -188,14 +228,30 @@ final class SQLiteWriter: Sendable {
 
     // MARK: Running batches
 
+    /// How long the writer thread looks for the next request after a batch before it sleeps: about
+    /// the time a caller that awaits each request takes to see its result and submit the next, which
+    /// then finds the thread awake instead of paying for a wake-up.
+    static let spinNanoseconds: UInt64 = 50_000
+
     private func runWriterThread() {
+        var spinPolicy = SQLiteSpinPolicy(budgetNanoseconds: Self.spinNanoseconds)
+        var ranBatch = false
         while true {
-            wakeWriter.wait()
+            if !(ranBatch && spinsUntilWork(&spinPolicy)) {
+                let sleeps = queue.withLock { queue in
+                    guard !hasWork.load(ordering: .acquiring) else { return false }
+                    queue.isWriterSleeping = true
+                    return true
+                }
+                if sleeps { wakeWriter.wait() }
+            }
             if needsCommitCheck.exchange(false, ordering: .acquiringAndReleasing) { checkForOtherCommits() }
             let (batch, isClosed) = queue.withLock { queue in
+                hasWork.store(false, ordering: .relaxed)
                 defer { queue.requests.removeAll(keepingCapacity: true) }
                 return (queue.requests, queue.isClosed)
             }
+            ranBatch = !batch.isEmpty
             if !batch.isEmpty { runBatch(batch) }
             if isClosed && batch.isEmpty {
                 _ = connection.withLock { $0.take() }
@@ -208,6 +264,26 @@ final class SQLiteWriter: Sendable {
                 return
             }
         }
+    }
+
+    /// Looks for new work for up to ``spinNanoseconds``, yielding the core between looks, unless
+    /// `policy` finds the machine has no core to spare; true when some came.
+    private func spinsUntilWork(_ policy: inout SQLiteSpinPolicy) -> Bool {
+        var before = EventLoop.uptimeNanoseconds
+        guard policy.maySpin(at: before) else { return false }
+        let end = before + policy.budgetNanoseconds
+        while !hasWork.load(ordering: .acquiring) {
+            guard before < end else {
+                policy.spinEndedUncontended()
+                return false
+            }
+            sched_yield()
+            let after = EventLoop.uptimeNanoseconds
+            guard policy.yielded(from: before, to: after) else { return hasWork.load(ordering: .acquiring) }
+            before = after
+        }
+        policy.spinEndedUncontended()
+        return true
     }
 
     /// Runs `batch` in one transaction, then settles its requests and publishes their notifications.
@@ -229,9 +305,26 @@ final class SQLiteWriter: Sendable {
                 }
             }
             request.settle(outcome.0)
+            request.polling?.requestSettled()
         }
         if !enqueuedQueues.isEmpty { notifications.insert(.enqueued(queues: enqueuedQueues), at: 0) }
         publish(notifications)
+        checkpointIfTheLogRanAway()
+    }
+
+    /// Copies the write-ahead log into the database from the writer's own connection once the log
+    /// has passed ``SQLiteCheckpointer/writerCatchUpPages``: the checkpointer beside the writer
+    /// cannot catch up with a writer that never pauses, and the log only starts over once a
+    /// checkpoint has copied all of it. Runs after the batch's requests were settled, so they do not
+    /// wait for it.
+    private func checkpointIfTheLogRanAway() {
+        connection.withLock { connection in
+            guard let connection, connection.walPages >= SQLiteCheckpointer.writerCatchUpPages else { return }
+            connection.walPages = 0
+            // Passive: never waits for a lock (the checkpointer's own checkpoint holds one); a later
+            // batch tries again while the log stays long.
+            _ = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        }
     }
 
     private func runTransaction(
