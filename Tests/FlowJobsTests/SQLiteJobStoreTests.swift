@@ -41,7 +41,9 @@ struct SQLiteJobStoreTests {
         let path = directory.path("jobs.sqlite")
         let first = try SQLiteJobStore(path: path)
         let enqueued = try await first.enqueue([job, job]).get()
-        first.close()
+        // Awaited: the second store's open runs its migrations in a write transaction, which must not
+        // meet the first store's writer still finishing its close.
+        try await first.close().get()
         await #expect(throws: JobStoreError.closed) { try await first.enqueue([job]).get() }
         let second = try SQLiteJobStore(path: path)
         #expect(try await second.jobs(state: nil, queue: nil, limit: 10).get().map(\.id) == enqueued.map(\.id))
