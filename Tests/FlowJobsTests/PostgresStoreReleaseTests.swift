@@ -13,18 +13,23 @@ private struct LeftBehind {
     weak var connection: PostgresConnection?
     weak var election: PostgresLeaderElection?
     weak var rescuer: PostgresLeaderElection?
+    weak var unstopped: PostgresLeaderElection?
     /// Counts the libpq connections of the store, its listener and its elections.
     let openCount: OpenConnectionCount
 
-    var isGone: Bool { store == nil && pool == nil && connection == nil && election == nil && rescuer == nil }
+    var isGone: Bool {
+        store == nil && pool == nil && connection == nil && election == nil && rescuer == nil
+            && unstopped == nil
+    }
 }
 
 @Suite("PostgresJobStore: nothing left alive once closed", .enabled(if: PostgresTestDatabase.runsTests))
 struct PostgresStoreReleaseTests {
     /// A store that claimed, completed, rescued as the leader and ran a leader's transactions, closed
-    /// with its elections stopped, is freed with its pool, its connections (with their prepared
-    /// statements) and its elections: no reference cycle keeps any of them.
-    @Test func aClosedStoreItsPoolConnectionsAndStoppedElectionsAreFreed() throws {
+    /// with two of its elections stopped and one left running, is freed with its pool, its
+    /// connections (with their prepared statements) and its elections, every connection finished: no
+    /// reference cycle keeps any of them, and the close stops the election left running.
+    @Test func aClosedStoreItsPoolConnectionsAndElectionsAreFreed() throws {
         let left = try useAndClose()
         // What still refers to them once closed is work queued on the loop (a close's hop, a poll
         // handle's close callback): a few of its turns run it.
@@ -35,6 +40,7 @@ struct PostgresStoreReleaseTests {
         #expect(left.connection == nil, "a connection of the pool, with its prepared statements")
         #expect(left.election == nil, "a stopped election that ran transactions")
         #expect(left.rescuer == nil, "a stopped election that rescued as the leader")
+        #expect(left.unstopped == nil, "an election its caller left running, stopped by the store's close")
         #expect(left.openCount.value == 0)
     }
 
@@ -67,6 +73,9 @@ struct PostgresStoreReleaseTests {
         let election = store.electLeader(for: "release") { isLeader in if isLeader { leads.signal() } }
         expectSignal(leads, "the election's lead")
         for _ in 0..<2 { _ = try wait(election.transaction { try $0.query("SELECT 1", []) }) }
+        let unstoppedLeads = DispatchSemaphore(value: 0)
+        let unstopped = store.electLeader(for: "unstopped") { isLeader in if isLeader { unstoppedLeads.signal() } }
+        expectSignal(unstoppedLeads, "the election left running leads")
 
         let connection = try wait(store.pool.acquire())
         _ = try wait(connection.query("SELECT $1::bigint", [.integer(7)], prepared: true))
@@ -78,6 +87,6 @@ struct PostgresStoreReleaseTests {
         try wait(store.close())
         return LeftBehind(
             store: store, pool: store.pool, connection: connection, election: election, rescuer: rescuer,
-            openCount: store.pool.openCount)
+            unstopped: unstopped, openCount: store.pool.openCount)
     }
 }

@@ -215,14 +215,20 @@ extension PostgresJobStore {
     /// - Parameters:
     ///   - role: what the leader is for; elections for different roles are independent.
     ///   - onChange: told each change of this process's leadership.
-    /// - Returns: the election; ``PostgresLeaderElection/stop()`` it to give the lead up.
+    /// - Returns: the election; ``PostgresLeaderElection/stop()`` it to give the lead up (closing the
+    ///   store stops it too).
     public func electLeader(
         for role: String = "leader", onChange: @escaping @Sendable (Bool) -> Void
     ) -> PostgresLeaderElection {
-        PostgresLeaderElection(
+        let election = PostgresLeaderElection(
             connectionString: connectionString, setup: sessionSetup, lockName: "flow_jobs.\(schema).\(role)",
             loop: loop, openCount: pool.openCount, clock: clock, statements: statements, threads: transactionThreads,
             publish: { [weak self] notifications in self?.publish(notifications) }, onChange: onChange)
+        elections.withLock { elections in
+            elections.removeAll { $0.election == nil }
+            elections.append(WeakElection(election: election))
+        }
+        return election
     }
 
     /// Rescues the jobs whose leases expired (as a claim does first), whichever queue they wait in:
@@ -350,8 +356,8 @@ private final class RescueRounds: Sendable {
     }
 }
 
-/// A reference to an election that does not keep it: its own rounds must not.
-private struct WeakElection: Sendable {
+/// A reference to an election that does not keep it: its own rounds and its store must not.
+struct WeakElection: Sendable {
     weak var election: PostgresLeaderElection?
     /// Whether the election said it leads before it was recorded here.
     var ledBeforeKnown = false
