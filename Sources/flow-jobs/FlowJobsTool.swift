@@ -301,17 +301,23 @@ struct RetryCommand: ParsableCommand {
         let answer: Answer
         switch record.state {
         case .scheduled, .retryable, .available:
-            let now = Int64((store.clock.now().timeIntervalSince1970 * 1000).rounded())
             let id = record.id.rawValue
-            let least = options.isPostgres ? "least" : "min"
-            let changed = try EventLoop.main.run(until: store.transaction { transaction in
-                try transaction.execute(
-                    """
-                    UPDATE flow_jobs SET run_at = \(least)(run_at, ?)
-                    WHERE id = ? AND state IN ('scheduled', 'retryable', 'available')
-                    """, [.integer(now), .integer(id)])
-            })
-            guard changed == 1 else { throw ToolError(description: "job \(id) changed meanwhile; look again") }
+            let changed: Bool
+            if let postgres = store as? PostgresJobStore {
+                // Its commit also wakes the idle workers of other processes, as an enqueue's does.
+                changed = try EventLoop.main.run(until: postgres.makeDueNow(record.id))
+            } else {
+                // SQLite's workers in other processes see the file change.
+                let now = Int64((store.clock.now().timeIntervalSince1970 * 1000).rounded())
+                changed = try EventLoop.main.run(until: store.transaction { transaction in
+                    try transaction.execute(
+                        """
+                        UPDATE flow_jobs SET run_at = min(run_at, ?)
+                        WHERE id = ? AND state IN ('scheduled', 'retryable', 'available')
+                        """, [.integer(now), .integer(id)])
+                }) == 1
+            }
+            guard changed else { throw ToolError(description: "job \(id) changed meanwhile; look again") }
             answer = Answer(id: id, action: "due now", newID: nil)
         case .running:
             throw ToolError(description: "job \(record.id.rawValue) is running; cancel it first to stop it")

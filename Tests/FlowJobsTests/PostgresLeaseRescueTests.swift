@@ -40,7 +40,12 @@ struct PostgresLeaseRescueTests {
             return Future(())
         }
         worker.start()
-        defer { _ = worker.shutdown(gracePeriod: .zero) }
+        defer {
+            // Its end runs on the virtual clock: left pending there, the worker and the clock's
+            // queued work would hold each other (and the idle store) for good.
+            let shutDown = worker.shutdown(gracePeriod: .zero)
+            try? pump(jobs, until: { shutDown.result != nil }, "the worker's shutdown")
+        }
 
         // The first claim's answer arrives from the server's loop: the worker arms its wake-up timer.
         try pump(jobs, until: { jobs.clock.nextDueTime != nil }, "the idle worker's first claim answered")

@@ -1,3 +1,4 @@
+import Dispatch
 import Flow
 import FlowJobs
 import FlowJobsPostgres
@@ -101,6 +102,23 @@ struct FlowJobsToolPostgresTests {
         #expect(try flowJobsJSON(Deleted.self, ["purge"] + database).deleted == 2, "the completed and the discarded")
         let left = try flowJobsJSON([PrintedJob].self, ["list"] + database)
         #expect(left.map(\.id) == [delayed.rawValue] && left.map(\.state) == ["scheduled"])
+    }
+
+    @Test func retryingAWaitingJobWakesTheIdleWorkersOfAnotherProcessAsAnEnqueueDoes() async throws {
+        // Another process's store, listening and without a safety poll: only a NOTIFY of the retry's
+        // commit tells its workers that the delayed job (an hour away) is due now.
+        let store = try await PostgresJobStore.open(
+            url: url, on: preparingLoop, configuration: .init(schema: schema, safetyPollInterval: nil)
+        ).get()
+        let heard = DispatchSemaphore(value: 0)
+        let observation = store.observe { notification in
+            if case .enqueued(let queues) = notification, queues.contains("mail") { heard.signal() }
+        }
+        let retried = try flowJobs(["retry"] + database + [String(delayed.rawValue)])
+        #expect(retried.status == 0, "\(retried.errorOutput)")
+        expectSignal(heard, "the notification of the retried job's queue")
+        observation.dispose()
+        try await store.close().get()
     }
 
     @Test func theScheduleCommandsListPauseAndResumeTheSchedulesOfTheServer() async throws {

@@ -112,6 +112,8 @@ public final class PostgresJobStore: JobStore {
     /// How many of this store's schedule firings ran as a transaction of several statements rather than
     /// as one statement: what the tests read to tell the two apart.
     package let scheduleFiringsInTransaction = Locked(0)
+    /// The store's leader elections, held weakly: those still running stop when it closes.
+    let elections = Locked<[WeakElection]>([])
 
     private init(connectionString: String, configuration: Configuration, loop: EventLoop) {
         let schema = configuration.schema
@@ -174,16 +176,24 @@ public final class PostgresJobStore: JobStore {
         transactionThreads.stop()
         guard !loop.isClosed else { return }
         listener.stop()
+        stopElections()
         _ = pool.close()
     }
 
-    /// Stops the store: idle connections close at once, those running a statement when it ends, and
-    /// later operations fail with ``PostgresError/closed``.
+    /// Stops the store: idle connections close at once, those running a statement when it ends, its
+    /// leader elections stop (``PostgresLeaderElection/stop()``), and later operations fail with
+    /// ``PostgresError/closed``.
     @discardableResult
     public func close() -> Future<Void> {
         transactionThreads.stop()
         listener.stop()
+        stopElections()
         return pool.close()
+    }
+
+    /// Stops the elections still running: their sessions are the store's connections too.
+    private func stopElections() {
+        for election in elections.withLock({ $0 }) { election.election?.stop() }
     }
 
     /// libpq connections the store holds open now (its pool's and its listener's).

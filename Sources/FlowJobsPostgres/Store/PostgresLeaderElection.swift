@@ -128,37 +128,44 @@ public final class PostgresLeaderElection: @unchecked Sendable {
         return Future(on: .none) { [self] completion in
             loop.inContext("PostgresLeaderElection.transaction") { [self] in
                 let previous = lastTransaction
-                let ran = previous.flatMapResult(on: .none) { [self] _ in
-                    Future<Value>(on: .none) { [self] completion in
-                        loop.inContext { [self] in
-                            // Checked on the loop, where the lock's loss is learnt: a session that
-                            // ended before now fails here, one that ends later fails its statements.
-                            guard !isStopped, isLeader, let connection = lockHolder, connection.isReady else {
-                                completion(.failure(PostgresNotLeaderError(role: role)))
-                                return
-                            }
-                            threads.run {
-                                let session = PostgresSession(connection: connection)
-                                let result = Result {
-                                    try session.run("BEGIN")
-                                    do {
-                                        let value = try body(session, clock.now().milliseconds)
-                                        try session.run("COMMIT")
-                                        return value
-                                    } catch {
-                                        _ = try? session.run("ROLLBACK")
-                                        throw error
-                                    }
-                                }
-                                if case .success = result { publish(session.pendingNotifications) }
-                                completion(result)
-                            }
+                // The next transaction waits for this one's end through a future of its own, not
+                // through this one's chain: a chain's steps stay with it, and would hold the election
+                // (which holds the chain) and every transaction before.
+                let settled = PendingResult<Void>()
+                lastTransaction = settled.future()
+                previous.onResult(on: .none) { [weak self] _ in
+                    guard let self else {
+                        completion(.failure(PostgresNotLeaderError(role: role)))
+                        settled.succeed(())
+                        return
+                    }
+                    loop.inContext { [self] in
+                        // Checked on the loop, where the lock's loss is learnt: a session that
+                        // ended before now fails here, one that ends later fails its statements.
+                        guard !isStopped, isLeader, let connection = lockHolder, connection.isReady else {
+                            completion(.failure(PostgresNotLeaderError(role: role)))
+                            settled.succeed(())
+                            return
                         }
-                        return NilDisposer()
+                        threads.run {
+                            let session = PostgresSession(connection: connection)
+                            let result = Result {
+                                try session.run("BEGIN")
+                                do {
+                                    let value = try body(session, clock.now().milliseconds)
+                                    try session.run("COMMIT")
+                                    return value
+                                } catch {
+                                    _ = try? session.run("ROLLBACK")
+                                    throw error
+                                }
+                            }
+                            if case .success = result { publish(session.pendingNotifications) }
+                            completion(result)
+                            settled.succeed(())
+                        }
                     }
                 }
-                lastTransaction = ran.map(on: .none) { _ in }.flatMapError(on: .none) { _ in Future(()) }
-                ran.onResult(on: .none) { completion($0) }
             }
             return NilDisposer()
         }
@@ -208,14 +215,20 @@ extension PostgresJobStore {
     /// - Parameters:
     ///   - role: what the leader is for; elections for different roles are independent.
     ///   - onChange: told each change of this process's leadership.
-    /// - Returns: the election; ``PostgresLeaderElection/stop()`` it to give the lead up.
+    /// - Returns: the election; ``PostgresLeaderElection/stop()`` it to give the lead up (closing the
+    ///   store stops it too).
     public func electLeader(
         for role: String = "leader", onChange: @escaping @Sendable (Bool) -> Void
     ) -> PostgresLeaderElection {
-        PostgresLeaderElection(
+        let election = PostgresLeaderElection(
             connectionString: connectionString, setup: sessionSetup, lockName: "flow_jobs.\(schema).\(role)",
             loop: loop, openCount: pool.openCount, clock: clock, statements: statements, threads: transactionThreads,
             publish: { [weak self] notifications in self?.publish(notifications) }, onChange: onChange)
+        elections.withLock { elections in
+            elections.removeAll { $0.election == nil }
+            elections.append(WeakElection(election: election))
+        }
+        return election
     }
 
     /// Rescues the jobs whose leases expired (as a claim does first), whichever queue they wait in:
@@ -256,19 +269,38 @@ extension PostgresJobStore {
         let rescues = Locked<Disposable?>(nil)
         let loop = loop
         let elected = Locked(WeakElection())
-        let election = electLeader(for: "rescue") { [weak self] isLeader in
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        // Ends the last lead's rounds, and starts a new lead's.
+        let lead: @Sendable (Bool) -> Void = { [weak self] isLeader in
             rescues.withLock { $0 }?.dispose()
             rescues.withLock { $0 = nil }
             guard isLeader, let self else { return }
-            let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
             rescues.withLock {
                 $0 = Self.repeatRescue(
                     self, every: seconds, maxLeaseExpiries: maxLeaseExpiries, on: loop,
                     leading: { elected.withLock { $0.election } })
             }
         }
+        let election = electLeader(for: "rescue") { isLeader in
+            // The election calling is alive: no election known yet means it is being recorded below,
+            // which then starts the lead (rounds that found no election would end at once).
+            let isKnown = elected.withLock { elected in
+                if elected.election == nil { elected.ledBeforeKnown = isLeader }
+                return elected.election != nil
+            }
+            if isKnown { lead(isLeader) }
+        }
         // Held weakly by its rounds: the caller's reference keeps the election.
-        elected.withLock { $0.election = election }
+        let ledBeforeKnown = elected.withLock { elected in
+            elected.election = election
+            return elected.ledBeforeKnown
+        }
+        if ledBeforeKnown {
+            // On the loop, after (or before) any change the election reports there.
+            loop.inContext { [weak election] in
+                if election?.isLeader == true { lead(true) }
+            }
+        }
         return election
     }
 
@@ -285,8 +317,9 @@ extension PostgresJobStore {
 }
 
 /// The leader's repeated rescue: a round now, then one every `seconds`, each in `leading()`'s
-/// transaction, until disposed or the store is gone. Only the pending timer holds it between rounds,
-/// and it holds the store weakly, so nothing keeps it alive once its loop closes or it stops.
+/// transaction, until disposed, the store is gone or the election no longer leads (stopped, say).
+/// Only the pending timer holds it between rounds, and it holds the store and the election weakly,
+/// so nothing keeps it alive once its loop closes or it stops.
 private final class RescueRounds: Sendable {
     private weak let store: PostgresJobStore?
     private let seconds: Double
@@ -308,9 +341,9 @@ private final class RescueRounds: Sendable {
     }
 
     func round() {
-        guard let store, !isDisposed.withLock({ $0 }) else { return }
-        let rescued: Future<[JobRecord]> =
-            leading()?.leaderTransaction(store.rescuing(maxLeaseExpiries: maxLeaseExpiries)) ?? Future([])
+        // An election stopped (which tells no one) or gone ends its rounds here; a new lead starts new ones.
+        guard let store, !isDisposed.withLock({ $0 }), let election = leading(), election.isLeader else { return }
+        let rescued = election.leaderTransaction(store.rescuing(maxLeaseExpiries: maxLeaseExpiries))
         rescued.onResult(on: .none) { [self] _ in
             guard !isDisposed.withLock({ $0 }) else { return }
             next.withLock { $0 = loop.execute(after: seconds) { [self] in round() } }
@@ -323,7 +356,9 @@ private final class RescueRounds: Sendable {
     }
 }
 
-/// A reference to an election that does not keep it: its own rounds must not.
-private struct WeakElection: Sendable {
+/// A reference to an election that does not keep it: its own rounds and its store must not.
+struct WeakElection: Sendable {
     weak var election: PostgresLeaderElection?
+    /// Whether the election said it leads before it was recorded here.
+    var ledBeforeKnown = false
 }
