@@ -10,6 +10,10 @@
  *                                             done or the queue is empty, CONNECTIONS threads each
  *                                             with its own connection
  *   libpq_jobs URL J2 COUNT CONNECTIONS       enqueue COUNT in transactions of 100, then drain them
+ *   libpq_jobs URL statement COUNT FILE       run FILE's statement COUNT times, one per transaction:
+ *                                             the store's own enqueue (JobsPostgresBenchmarks writes
+ *                                             it: the SQL, then each parameter as N for NULL or V and
+ *                                             its text, each ended by a NUL byte) on its own tables
  *
  * Each prints `jobs_per_second VALUE` (J2: over the enqueue and the drain together; drain: `done N`
  * too). A claim is `FOR UPDATE SKIP LOCKED` by priority then due time, marking the job running with
@@ -170,9 +174,47 @@ static double drain(long count, int connections, long *done) {
     return elapsed;
 }
 
+/* Runs the statement in `path` `count` times on one connection, prepared once, each its own
+   transaction; prints the rate. */
+static int run_statement_file(long count, const char *path) {
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        fprintf(stderr, "libpq_jobs: cannot read %s\n", path);
+        return 1;
+    }
+    static char contents[1 << 20];
+    size_t size = fread(contents, 1, sizeof contents - 1, file);
+    fclose(file);
+    contents[size] = 0;
+    const char *sql = contents;
+    const char *values[64];
+    int parameters = 0;
+    for (size_t at = strlen(sql) + 1; at < size; at += strlen(contents + at) + 1) {
+        if (parameters == 64) {
+            fprintf(stderr, "libpq_jobs: more than 64 parameters in %s\n", path);
+            return 1;
+        }
+        values[parameters++] = contents[at] == 'N' ? NULL : contents + at + 1;
+    }
+    PGconn *connection = connect_or_die();
+    PGresult *prepared = PQprepare(connection, "store_statement", sql, parameters, NULL);
+    check(connection, prepared, PGRES_COMMAND_OK, "the store's statement");
+    PQclear(prepared);
+    double start = now_seconds();
+    for (long done = 0; done < count; done++) {
+        PGresult *result = PQexecPrepared(connection, "store_statement", parameters, values, NULL, NULL, 0);
+        if (PQresultStatus(result) != PGRES_TUPLES_OK) check(connection, result, PGRES_COMMAND_OK, "the store's statement");
+        PQclear(result);
+    }
+    double elapsed = now_seconds() - start;
+    PQfinish(connection);
+    printf("jobs_per_second %.1f\n", (double)count / elapsed);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: libpq_jobs URL setup | enqueue COUNT BATCH | drain COUNT CONNECTIONS | J2 COUNT CONNECTIONS\n");
+        fprintf(stderr, "usage: libpq_jobs URL setup | enqueue COUNT BATCH | drain COUNT CONNECTIONS | J2 COUNT CONNECTIONS | statement COUNT FILE\n");
         return 2;
     }
     url = argv[1];
@@ -180,6 +222,13 @@ int main(int argc, char **argv) {
     if (strcmp(workload, "setup") == 0) {
         setup();
         return 0;
+    }
+    if (strcmp(workload, "statement") == 0) {
+        if (argc != 5 || atol(argv[3]) < 1) {
+            fprintf(stderr, "libpq_jobs: statement takes a positive COUNT and a FILE\n");
+            return 2;
+        }
+        return run_statement_file(atol(argv[3]), argv[4]);
     }
     if (argc != 5) {
         fprintf(stderr, "libpq_jobs: %s takes COUNT and a second number\n", workload);

@@ -16,6 +16,10 @@
 //     JobsPostgresBenchmarks URL J3 COUNT                 an idle worker in a child process (J3-worker),
 //                                                         woken by LISTEN/NOTIFY: from each enqueue's
 //                                                         commit here to the handler's start there
+//     JobsPostgresBenchmarks URL statement 1 FILE         writes the store's one-job enqueue statement and
+//                                                         its parameters (as text) to FILE, once the store
+//                                                         has made its tables: what the plain libpq loop
+//                                                         runs for the J1-pg row of the same SQL
 //
 // Prints `<metric> <value>` lines (drain: `done N` too).
 
@@ -81,7 +85,7 @@ final class Finish: Sendable {
 let arguments = CommandLine.arguments
 guard arguments.count >= 4, let count = Int(arguments[3]) else {
     printError(
-        "usage: JobsPostgresBenchmarks URL <J1|J1-batch|J2|enqueue|drain|J3|J3-worker> COUNT [CONNECTIONS [async]]\n")
+        "usage: JobsPostgresBenchmarks URL <J1|J1-batch|J2|enqueue|drain|J3|J3-worker|statement> COUNT [CONNECTIONS [async] | FILE]\n")
     exit(64)
 }
 let url = arguments[1], workload = arguments[2]
@@ -118,6 +122,22 @@ func enqueue(_ count: Int, batch: Int) throws {
 }
 
 switch workload {
+case "statement":
+    // The statement and its parameters, each ended by a NUL byte: the SQL, then per parameter a tag
+    // (N: NULL, otherwise V) and its text form as PostgreSQL reads it (bytes as `\x` and hex digits).
+    let insertion = PostgresJobInsertion(jobs: [job])  // the store's default schema, as opened above
+    var file = Data(insertion.sql.utf8) + [0]
+    for argument in insertion.arguments {
+        switch argument {
+        case .null: file += Data("N".utf8)
+        case .integer(let value): file += Data("V\(value)".utf8)
+        case .real(let value): file += Data("V\(value)".utf8)
+        case .text(let value): file += Data("V\(value)".utf8)
+        case .blob(let value): file += Data(("V\\x" + value.map { String(format: "%02x", $0) }.joined()).utf8)
+        }
+        file.append(0)
+    }
+    try file.write(to: URL(fileURLWithPath: arguments[4]))
 case "J1":
     let start = monotonicNanoseconds()
     try enqueue(count, batch: 1)
