@@ -296,13 +296,30 @@ enum Controller {
                 slots[index].sparedUntil = continueAt + 2000
                 report("SIGSTOP to worker \(pid) (\(running) jobs running) for \(continueAt - now) ms")
             }
-            if let pause = stopped, now >= pause.continueAt {
-                kill(slots[pause.slot].process.processIdentifier, SIGCONT)
-                stopped = nil
-                lastContinueAt = now
+            if let pause = stopped, let stop = stopReport, now >= pause.continueAt {
+                // Continued once another worker has taken over at least one of its jobs, so that its late
+                // updates meet a moved fence: a lease that ended but that nobody took over is still the
+                // stopped worker's to renew. A server that is down or recovering in the stop (a restart
+                // under load takes seconds) holds the takeover back, and the stop with it, 30 s at most.
+                let stillHeld = database.integer(
+                    "SELECT count(*) FROM flow_jobs WHERE state = 'running' AND worker = 'worker-\(stop.pid)'")
+                let longest = pause.continueAt + 30_000
+                if (stillHeld >= 0 && stillHeld < stop.runningJobs) || now >= longest {
+                    kill(slots[pause.slot].process.processIdentifier, SIGCONT)
+                    if now >= pause.continueAt + 500 {
+                        report(
+                            "SIGCONT to worker \(stop.pid) \(now - pause.continueAt) ms later than planned: "
+                                + (now >= longest ? "none of its jobs taken over" : "its jobs were taken over then"))
+                    }
+                    // Time to reconnect (its connections may have died with the server) and to meet the
+                    // moved fence at its next heartbeat or completion before it may be killed.
+                    slots[pause.slot].sparedUntil = max(slots[pause.slot].sparedUntil, now + 5000)
+                    stopped = nil
+                    lastContinueAt = now
+                }
             }
             if serverRestartAt == nil, now >= nextServerCrashAt, serverCrashes < settings.serverCrashes {
-                if stopped != nil || now < lastContinueAt + 3000 || (stopReport == nil && abs(now - stopAt) < 1000) {
+                if stopped != nil || now < lastContinueAt + 5000 || (stopReport == nil && abs(now - stopAt) < 1000) {
                     nextServerCrashAt = now + 500
                 } else {
                     let downFor = Int64.random(in: 200...1500, using: &random)
