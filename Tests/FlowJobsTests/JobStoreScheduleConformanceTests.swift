@@ -188,42 +188,120 @@ struct JobStoreScheduleTimingConformanceTests {
     /// early and claims its job ahead, so the handler starts at the tick's instant, never before it.
     @Test(arguments: JobStoreFactory.all)
     func aTicksHandlerStartsAtTheTicksInstantAndNothingRunsBeforeIt(_ factory: JobStoreFactory) throws {
-        let jobs = VirtualJobs()
-        let base = try factory.open(jobs.jobClock, jobs.directory)
-        let store = SlowAnsweringStore(base: base, scheduler: jobs.scheduler, latency: .milliseconds(3))
-        let kind = JobKind<String>(name: "tick", maxAttempts: 1)
-        // (virtual time at the handler's start, the tick its job was enqueued for)
-        let started = Synchronization.Mutex<[(at: Duration, tick: Int)]>([])
-        let worker = JobWorker(
+        let subject = try TickingWorker(factory)
+        for tick in [60, 120, 180] {
+            // Up to a millisecond before the tick: its job is enqueued and claimed, and has not started.
+            try subject.pump(through: .seconds(tick) - .milliseconds(1))
+            #expect(subject.started.map(\.tick) == Array(stride(from: 60, to: tick, by: 60)))
+            try subject.pump(through: .seconds(tick) + .milliseconds(10))
+            #expect(subject.started.last?.tick == tick)
+        }
+        #expect(subject.started.map(\.tick) == [60, 120, 180])
+        #expect(subject.startedOnTime, "started at \(subject.started.map(\.at))")
+        try subject.close()
+    }
+
+    /// A paused schedule's early firing finds the tick not fired: the worker asks again at the tick's
+    /// instant (not at once, and again until then), and once resumed the next tick is on time.
+    @Test(arguments: JobStoreFactory.all)
+    func aPausedScheduleIsAskedTwiceATickAndOnceResumedStartsOnTime(_ factory: JobStoreFactory) throws {
+        let subject = try TickingWorker(factory)
+        try subject.pump(through: .seconds(1))  // the start's firing made the schedule's row
+        _ = try wait(subject.base.setSchedulePaused(true, name: "minutely"))
+        let firingsBefore = subject.store.firings
+        try subject.pump(through: .seconds(190))
+        #expect(subject.started.isEmpty)
+        // At 60 s - 20 ms and 60 s, 120 s - 20 ms and 120 s, 180 s - 20 ms and 180 s: not over and over
+        // from the early firing until the tick.
+        #expect(subject.store.firings - firingsBefore == 6)
+        _ = try wait(subject.base.setSchedulePaused(false, name: "minutely"))
+        try subject.pump(through: .seconds(240) + .milliseconds(10))
+        #expect(subject.started.map(\.tick) == [240])
+        #expect(subject.startedOnTime, "started at \(subject.started.map(\.at))")
+        try subject.close()
+    }
+}
+
+@Suite("Schedules: a due tick fired early")
+struct ScheduleEarlyFiringTests {
+    private let start = ManualWallClock.start  // a tick of every 60 s
+
+    private func firing(dueTick: Date?) throws -> ScheduleFiring {
+        ScheduleFiring(
+            name: "minutely", schedule: try JobSchedule.every(.seconds(60)),
+            job: NewJob(name: "tick", queue: "default", payload: Data("{}".utf8), maxAttempts: 1), overlap: .skip,
+            catchUp: .all(limit: 3), dueTick: dueTick)
+    }
+
+    @Test func theDueTickFiresWithinTheAllowanceAsAtItsInstantAndItsJobWaitsForIt() throws {
+        let tick = start.addingTimeInterval(60)
+        let early = start.addingTimeInterval(59.98)
+        var firing = try firing(dueTick: tick)
+        #expect(firing.ticks(lastFired: start, now: early).isEmpty, "no allowance: not yet due")
+        firing.earlyAllowance = .milliseconds(20)
+        #expect(firing.ticks(lastFired: start, now: early) == [tick])
+        #expect(firing.ticks(lastFired: start, now: start.addingTimeInterval(59.979)).isEmpty)
+        // After a downtime the catch-up policy keeps the newest three ticks, the due one among them, as at
+        // its instant.
+        #expect(
+            firing.ticks(lastFired: start.addingTimeInterval(-600), now: early)
+                == [-60, 0, 60].map { start.addingTimeInterval($0) })
+        #expect(firing.job(forTick: tick, now: early).runAt == tick)
+        #expect(firing.job(forTick: start, now: early).runAt == nil, "a tick come already runs at once")
+        #expect(firing.job(forTick: tick, now: early).uniqueKey == firing.job(forTick: tick).uniqueKey)
+    }
+
+    @Test func aFiringWithoutADueTickFiresNothingEarly() throws {
+        var firing = try firing(dueTick: nil)
+        firing.earlyAllowance = .milliseconds(20)
+        #expect(
+            firing.ticks(lastFired: start.addingTimeInterval(-600), now: start.addingTimeInterval(59.98))
+                == [-120, -60, 0].map { start.addingTimeInterval($0) })
+    }
+}
+
+/// A worker on the virtual clock over a ``SlowAnsweringStore`` (3 ms a round trip) of the store under
+/// test, with the schedule `minutely` (every 60 s, skipping overlaps) and a handler that notes when it
+/// started and for which tick.
+private final class TickingWorker: Sendable {
+    let jobs = VirtualJobs()
+    let base: any JobStore
+    let store: SlowAnsweringStore
+    let worker: JobWorker
+    /// (virtual time at the handler's start, the tick in seconds after the start its job was enqueued for)
+    private let starts = Synchronization.Mutex<[(at: Duration, tick: Int)]>([])
+
+    init(_ factory: JobStoreFactory) throws {
+        base = try factory.open(jobs.jobClock, jobs.directory)
+        store = SlowAnsweringStore(base: base, scheduler: jobs.scheduler, latency: .milliseconds(3))
+        worker = JobWorker(
             store: store, scheduler: jobs.scheduler,
             configuration: .init(concurrencyByQueue: ["default": 1], identity: "on-time"))
-        worker.register(kind) { _, context in
-            let key = context.record.uniqueKey ?? ""
-            let milliseconds = Int64(key.dropFirst(ScheduleFiring.uniqueKeyPrefix(schedule: "minutely").count)) ?? 0
+        let kind = JobKind<String>(name: "tick", maxAttempts: 1)
+        let prefix = ScheduleFiring.uniqueKeyPrefix(schedule: "minutely")
+        worker.register(kind) { [weak self] _, context in
+            let milliseconds = Int64(context.record.uniqueKey?.dropFirst(prefix.count) ?? "") ?? 0
             let tick = Int(milliseconds / 1000 - Int64(ManualWallClock.start.timeIntervalSince1970))
-            started.withLock { $0.append((jobs.clock.now, tick)) }
+            if let self { starts.withLock { $0.append((jobs.clock.now, tick)) } }
             return Future(())
         }
         try worker.schedule("minutely", .every(.seconds(60)), job: kind, payload: "hi", overlap: .skip)
         worker.start()
+    }
 
-        for tick in [60, 120, 180] {
-            // Up to a millisecond before the tick: its job is enqueued and claimed, and has not started.
-            try store.pump(jobs, through: .seconds(tick) - .milliseconds(1))
-            #expect(started.withLock { $0.map(\.tick) } == Array(stride(from: 60, to: tick, by: 60)))
-            try store.pump(jobs, through: .seconds(tick) + .milliseconds(10))
-            #expect(started.withLock { $0.last?.tick } == tick)
-        }
-        // At the tick's instant: within the precision of a `Date` this far from 1970 (a fraction of a
-        // microsecond), through which the worker's timer reads the wall clock. A round trip at the tick
-        // would be the store's latency, milliseconds.
-        let starts = started.withLock { $0 }
-        #expect(starts.map(\.tick) == [60, 120, 180])
-        #expect(
-            starts.allSatisfy { abs(($0.at - .seconds($0.tick)).seconds) < 1e-6 }, "started at \(starts.map(\.at))")
+    var started: [(at: Duration, tick: Int)] { starts.withLock { $0 } }
 
+    /// Whether every handler started at its tick's instant: within the precision of a `Date` this far
+    /// from 1970 (a fraction of a microsecond), through which the worker's timer reads the wall clock.
+    /// A round trip at the tick would be the store's latency, milliseconds.
+    var startedOnTime: Bool { started.allSatisfy { abs(($0.at - .seconds($0.tick)).seconds) < 1e-6 } }
+
+    func pump(through time: Duration) throws { try store.pump(jobs, through: time) }
+
+    /// Shuts the worker down and closes the store.
+    func close() throws {
         let shutDown = worker.shutdown(gracePeriod: .zero)
-        try store.pump(jobs, through: jobs.clock.now + .seconds(1))
+        try pump(through: jobs.clock.now + .seconds(1))
         #expect(shutDown.result != nil)
         if let postgres = base as? PostgresJobStore { try wait(postgres.close()) }
         if let sqlite = base as? SQLiteJobStore { try wait(sqlite.close()) }
@@ -239,6 +317,10 @@ private final class SlowAnsweringStore: JobStore {
     let latency: Duration
     /// Requests the base store has not answered yet (with their barrier, below).
     private let inFlight = Synchronization.Mutex(0)
+    private let firingCount = Synchronization.Mutex(0)
+
+    /// How many times a schedule was fired through this store.
+    var firings: Int { firingCount.withLock { $0 } }
 
     init(base: any JobStore, scheduler: Scheduler, latency: Duration) {
         self.base = base
@@ -310,7 +392,8 @@ private final class SlowAnsweringStore: JobStore {
         return base.observe { notification in scheduler.async { observer(notification) } }
     }
     func fireSchedule(_ firing: ScheduleFiring) -> Future<ScheduleFiringResult> {
-        forward { base.fireSchedule(firing) }
+        firingCount.withLock { $0 += 1 }
+        return forward { base.fireSchedule(firing) }
     }
     func schedules() -> Future<[ScheduleState]> { forward { base.schedules() } }
     func setSchedulePaused(_ isPaused: Bool, name: String) -> Future<ScheduleState?> {
