@@ -40,6 +40,21 @@ public struct ScheduleFiring: Sendable {
     public var dueTick: Date?
     /// How long records of fired ticks are kept behind the last fired tick; a day by default.
     public var tickRetention: Duration
+    /// How long before its instant ``dueTick`` may fire; none by default, at most
+    /// ``maximumEarlyAllowance``.
+    ///
+    /// A tick fired early enqueues its job to run at the tick's instant (a scheduled job), so that a
+    /// worker claiming jobs ahead of their run times starts it then, with no store round trip left at
+    /// the tick. Everything the store decides at the firing (the overlap policy's look at the previous
+    /// tick's job, a pause) it decides up to this allowance before the tick. The allowance applies only
+    /// with a due tick: a catch-up firing (no due tick) fires no tick before its instant.
+    public var earlyAllowance: Duration {
+        didSet { Self.checkEarlyAllowance(earlyAllowance, name: name) }
+    }
+
+    /// The longest ``earlyAllowance``: a second, the shortest interval between a schedule's ticks, so
+    /// that no tick fires before the tick ahead of it has come.
+    public static let maximumEarlyAllowance: Duration = .seconds(1)
 
     /// Describes a schedule's firing.
     ///
@@ -51,12 +66,15 @@ public struct ScheduleFiring: Sendable {
     ///   - catchUp: which missed ticks still fire.
     ///   - dueTick: the tick the caller's timer was armed for, if any.
     ///   - tickRetention: how long tick records are kept behind the last fired tick.
+    ///   - earlyAllowance: how long before its instant the due tick may fire; none by default.
     public init(
         name: String, schedule: JobSchedule, job: NewJob, overlap: JobSchedule.Overlap,
-        catchUp: JobSchedule.CatchUp, dueTick: Date? = nil, tickRetention: Duration = .seconds(86_400)
+        catchUp: JobSchedule.CatchUp, dueTick: Date? = nil, tickRetention: Duration = .seconds(86_400),
+        earlyAllowance: Duration = .zero
     ) {
         misusePrecondition(!name.isEmpty, "ScheduleFiring: the schedule's name must not be empty")
         misusePrecondition(tickRetention >= .zero, "ScheduleFiring \(name): the tick retention must not be negative")
+        Self.checkEarlyAllowance(earlyAllowance, name: name)
         self.name = name
         self.schedule = schedule
         self.job = job
@@ -64,16 +82,29 @@ public struct ScheduleFiring: Sendable {
         self.catchUp = catchUp
         self.dueTick = dueTick
         self.tickRetention = tickRetention
+        self.earlyAllowance = earlyAllowance
+    }
+
+    private static func checkEarlyAllowance(_ allowance: Duration, name: String) {
+        misusePrecondition(
+            allowance >= .zero && allowance <= maximumEarlyAllowance,
+            "ScheduleFiring \(name): the early allowance \(allowance) must be between zero and "
+                + "\(maximumEarlyAllowance)")
     }
 
     /// The ticks to fire now, oldest first, given the last tick the store fired (or, before the first, when
     /// it first saw the schedule): the missed ticks the catch-up policy keeps, and the due tick when it is
     /// later than `lastFired` and not later than `now`.
     ///
+    /// With a due tick, "now" is `now` plus ``earlyAllowance``: the firing is what it would be at that
+    /// instant, the due tick counted among the ticks the catch-up policy keeps, as it is at the tick.
+    ///
     /// Every store computes them with this function, so every scheduler agrees on them.
     public func ticks(lastFired: Date, now: Date) -> [Date] {
-        var ticks = schedule.missedTicks(after: lastFired, through: now, catchUp: catchUp)
-        if let dueTick, dueTick > lastFired, dueTick <= now, !ticks.contains(dueTick) {
+        // In whole milliseconds, as stores keep times: a tick is not missed by a rounding of `Date`.
+        let horizon = dueTick == nil ? now : Date(milliseconds: now.milliseconds + earlyAllowance.milliseconds)
+        var ticks = schedule.missedTicks(after: lastFired, through: horizon, catchUp: catchUp)
+        if let dueTick, dueTick > lastFired, dueTick <= horizon, !ticks.contains(dueTick) {
             ticks.append(dueTick)
             ticks.sort()
         }
@@ -85,6 +116,14 @@ public struct ScheduleFiring: Sendable {
         var job = job
         job.runAt = nil
         job.uniqueKey = Self.uniqueKey(schedule: name, fireTime: fireTime)
+        return job
+    }
+
+    /// The job of the tick at `fireTime`, fired at `now`: ``job(forTick:)``, to run at the tick's instant
+    /// when that is still ahead (a tick fired early, within ``earlyAllowance``), at once otherwise.
+    public func job(forTick fireTime: Date, now: Date) -> NewJob {
+        var job = job(forTick: fireTime)
+        if fireTime > now { job.runAt = fireTime }
         return job
     }
 

@@ -62,7 +62,7 @@ extension ScheduleFiring {
         // A tick that waited for the previous job is enqueued once that job has finished.
         var promoted: ScheduleTick?
         if let tick = deferred, !previousIsUnfinished {
-            let enqueued = try storage.insert(job(forTick: tick), now: now)
+            let enqueued = try storage.insert(job(forTick: tick, now: Date(milliseconds: now)), now: now)
             try storage.markTickEnqueued(schedule: name, fireAt: tick.milliseconds, job: enqueued.id)
             promoted = ScheduleTick(fireTime: tick, outcome: .enqueued(enqueued.id))
             lastJob = enqueued.id
@@ -95,7 +95,7 @@ extension ScheduleFiring {
                 case (.queueOne, let previous?):
                     outcome = .skipped(previous: previous)
                 default:
-                    let enqueued = try storage.insert(job(forTick: tick), now: now)
+                    let enqueued = try storage.insert(job(forTick: tick, now: Date(milliseconds: now)), now: now)
                     outcome = .enqueued(enqueued.id)
                     lastJob = enqueued.id
                     previousIsUnfinished = !enqueued.state.isTerminal
@@ -120,6 +120,7 @@ extension ScheduleFiring {
                 schedule: name, before: lastFired.milliseconds - tickRetention.milliseconds,
                 keeping: deferred?.milliseconds)
         }
+        // After the last fired tick too: a tick fired early (``earlyAllowance``) is still ahead of `now`.
         let next = schedule.nextFireTime(after: max(Date(milliseconds: now), lastFired ?? .distantPast))
         let state = try storage.updateSchedule(
             name: name, lastFiredAt: lastFired?.milliseconds, nextFireAt: next?.milliseconds, lastJob: lastJob,

@@ -44,9 +44,12 @@ extension JobWorker {
     /// worker.start()
     /// ```
     ///
-    /// - The next tick is a timer on the worker's scheduler: nothing polls. At the tick the worker asks the
-    ///   store to fire it (``JobStore/fireSchedule(_:)``); the store records the tick with its job in one
-    ///   transaction, so a second worker trying the same tick adds nothing.
+    /// - The next tick is a timer on the worker's scheduler: nothing polls. Shortly before the tick (the
+    ///   worker's claim lookahead, milliseconds) the worker asks the store to fire it
+    ///   (``JobStore/fireSchedule(_:)``, with ``ScheduleFiring/earlyAllowance``); the store records the tick
+    ///   with its job, to run at the tick's instant, in one transaction, so a second worker trying the same
+    ///   tick adds nothing. A worker claims the job ahead and starts it at the tick. The overlap policy
+    ///   looks at the previous tick's job at that firing, and a pause after it no longer holds the tick back.
     /// - At ``start()``, ticks missed while no worker ran (counted from the last tick the store fired) fire
     ///   as `catchUp` says; a paused schedule fires nothing, and once resumed its next tick catches up on the
     ///   ticks missed meanwhile, again as `catchUp` says (at most `limit` of them for
@@ -125,11 +128,23 @@ extension JobWorker {
         guard var firing = declaredSchedules.state.withLock({ $0.isStopped ? nil : $0.declared[name]?.firing })
         else { return }
         firing.dueTick = dueTick
+        // The timer fires the due tick the claim lookahead early, and the store enqueues its job to run at
+        // the tick: this worker's claim takes it ahead and starts it from a timer at the tick, with no
+        // round trip to the store left at the tick's instant.
+        firing.earlyAllowance = Self.claimLookahead
         store.fireSchedule(firing).onResult(on: scheduler) { [weak self] result in
             guard let self else { return }
             switch result {
             case .success(let fired):
-                if let next = fired.state.nextFireAt { armSchedule(name, at: next, dueTick: next) }
+                guard let next = fired.state.nextFireAt else { return }
+                let early = next.addingTimeInterval(-Self.claimLookahead.seconds)
+                // The due tick is still next when the store did not fire it (a paused schedule, or a
+                // wall clock stepped back): asked again at the tick itself, not at once and again until then.
+                if next == dueTick && early <= store.clock.now() {
+                    armSchedule(name, at: next, dueTick: next)
+                } else {
+                    armSchedule(name, at: early, dueTick: next)
+                }
             case .failure(let error):
                 configuration.onEvent?(.storeFailed("firing the schedule \(name): \(error)"))
                 // A closed store or one without schedules answers nothing more; any other failure may pass.

@@ -110,9 +110,11 @@ extension ScheduleFiring {
         guard let tick = dueTick, let lastFired = known.lastFiredAt, !known.isPaused, known.deferredTick == nil,
             ticks(lastFired: lastFired, now: Date(milliseconds: now)) == [tick]
         else { return nil }
+        // After the tick too: a tick fired early (``earlyAllowance``) is still ahead of `now`.
         let next = schedule.nextFireTime(after: max(Date(milliseconds: now), tick))
-        let job = job(forTick: tick)
-        let lifecycle = JobLifecycle(isDue: true, maxAttempts: job.maxAttempts)
+        let job = job(forTick: tick, now: Date(milliseconds: now))
+        let runAt = job.runAt?.milliseconds ?? now
+        let lifecycle = JobLifecycle(isDue: runAt <= now, maxAttempts: job.maxAttempts)
         // The job's id is drawn in the update, so that the schedule's row, the tick's row and the job
         // all name it in one statement; the job's insert and the tick's row exist only if the update
         // matched. A tick's row or job key committed meanwhile fails the statement as a whole.
@@ -129,7 +131,7 @@ extension ScheduleFiring {
                 INSERT INTO flow_jobs (
                     id, name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at,
                     trace_context, timeout_ms)
-                SELECT last_job_id, $7::text, $8::text, $9::bytea, $10::text, $11::int, $12::bigint, $13::int,
+                SELECT last_job_id, $7::text, $8::text, $9::bytea, $10::text, $11::int, $20::bigint, $13::int,
                     $14::text, $12::bigint, $15::text, $16::bigint
                 FROM fired),
             tick AS (
@@ -152,7 +154,7 @@ extension ScheduleFiring {
                 StoredJobRow.encodeTraceContext(job.traceContext),
                 job.timeout.map { .integer($0.milliseconds) } ?? .null,
                 .integer(tick.milliseconds - tickRetention.milliseconds), .text(statements.channel),
-                .text("\(statements.instance) e \(job.queue)"),
+                .text("\(statements.instance) e \(job.queue)"), .integer(runAt),
             ],
             tick: tick)
     }
