@@ -33,19 +33,24 @@ static int exec(const char *sql) { return check(sqlite3_exec(db, sql, NULL, NULL
 
 #define COLUMNS                                                                                           \
     "id, name, queue, payload, state, priority, run_at, attempt, max_attempts, fence, lease_expires_at, " \
-    "worker, lease_expiries, unique_key, last_error, has_error, cancel_requested, created_at, finished_at"
+    "worker, lease_expiries, unique_key, last_error, has_error, cancel_requested, created_at, finished_at, " \
+    "trace_context, first_attempt_trace_context, timeout_ms"
 
 int reference_jobs_open(const char *path) {
     if (sqlite3_open(path, &db) != SQLITE_OK) return -1;
-    // The store's schema (SQLiteSchema, migration 1) and connection settings.
+    // The store's jobs table and indexes as its migrations leave them (SQLiteSchema, version 5), and
+    // its connection settings.
     if (exec("PRAGMA journal_mode=WAL") || exec("PRAGMA synchronous=NORMAL") ||
         exec("CREATE TABLE IF NOT EXISTS flow_jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, "
-             "queue TEXT NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL, priority INTEGER NOT NULL, "
-             "run_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER NOT NULL, "
+             "queue TEXT NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL CHECK (state IN ('scheduled', "
+             "'available', 'running', 'completed', 'retryable', 'discarded', 'cancelled', 'quarantined')), priority INTEGER NOT NULL, "
+             "run_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, "
+             "max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1), "
              "fence INTEGER NOT NULL DEFAULT 0, lease_expires_at INTEGER, worker TEXT, "
              "lease_expiries INTEGER NOT NULL DEFAULT 0, unique_key TEXT, last_error TEXT, "
              "has_error INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0, "
-             "created_at INTEGER NOT NULL, finished_at INTEGER);"
+             "created_at INTEGER NOT NULL, finished_at INTEGER, trace_context TEXT, "
+             "first_attempt_trace_context TEXT, timeout_ms INTEGER);"
              "CREATE INDEX IF NOT EXISTS flow_jobs_due ON flow_jobs (queue, state, priority DESC, run_at, id);"
              "CREATE INDEX IF NOT EXISTS flow_jobs_leases ON flow_jobs (state, lease_expires_at);"
              "CREATE UNIQUE INDEX IF NOT EXISTS flow_jobs_unique_key ON flow_jobs (unique_key) "
@@ -56,8 +61,8 @@ int reference_jobs_open(const char *path) {
         const char *sql;
     } statements[] = {
         {&insert_statement,
-         "INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at) "
-         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"},
+         "INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, "
+         "trace_context, timeout_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
         {&expired_statement, "SELECT " COLUMNS " FROM flow_jobs WHERE state = 'running' AND lease_expires_at <= ?"},
         {&claim_statement,
          "UPDATE flow_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1, lease_expires_at = ?, "
@@ -115,7 +120,12 @@ static int insert_one(int64_t now) {
     sqlite3_bind_int64(s, 7, 20);
     sqlite3_bind_null(s, 8);
     sqlite3_bind_int64(s, 9, now);
-    return run(s);
+    sqlite3_bind_null(s, 10);
+    sqlite3_bind_null(s, 11);
+    // The new job's id, as the store reads it.
+    if (run(s)) return -1;
+    (void)sqlite3_last_insert_rowid(db);
+    return 0;
 }
 
 int64_t reference_jobs_enqueue_each(int count) {
