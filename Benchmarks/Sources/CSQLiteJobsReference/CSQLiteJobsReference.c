@@ -38,12 +38,13 @@ static int exec(const char *sql) { return check(sqlite3_exec(db, sql, NULL, NULL
 
 int reference_jobs_open(const char *path) {
     if (sqlite3_open(path, &db) != SQLITE_OK) return -1;
-    // The store's jobs table and indexes as its migrations leave them (SQLiteSchema, version 5), and
+    // The store's jobs table and indexes as its migrations leave them (SQLiteSchema, version 6), and
     // its connection settings.
     if (exec("PRAGMA journal_mode=WAL") || exec("PRAGMA synchronous=NORMAL") ||
         exec("CREATE TABLE IF NOT EXISTS flow_jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, "
-             "queue TEXT NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL CHECK (state IN ('scheduled', "
-             "'available', 'running', 'completed', 'retryable', 'discarded', 'cancelled', 'quarantined')), priority INTEGER NOT NULL, "
+             "queue TEXT NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL CHECK (state = 'scheduled' OR "
+             "state = 'available' OR state = 'running' OR state = 'completed' OR state = 'retryable' OR "
+             "state = 'discarded' OR state = 'cancelled' OR state = 'quarantined'), priority INTEGER NOT NULL, "
              "run_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, "
              "max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1), "
              "fence INTEGER NOT NULL DEFAULT 0, lease_expires_at INTEGER, worker TEXT, "
@@ -52,7 +53,7 @@ int reference_jobs_open(const char *path) {
              "created_at INTEGER NOT NULL, finished_at INTEGER, trace_context TEXT, "
              "first_attempt_trace_context TEXT, timeout_ms INTEGER);"
              "CREATE INDEX IF NOT EXISTS flow_jobs_due ON flow_jobs (queue, state, priority DESC, run_at, id);"
-             "CREATE INDEX IF NOT EXISTS flow_jobs_leases ON flow_jobs (state, lease_expires_at);"
+             "CREATE INDEX IF NOT EXISTS flow_jobs_leases ON flow_jobs (lease_expires_at) WHERE state = 'running';"
              "CREATE UNIQUE INDEX IF NOT EXISTS flow_jobs_unique_key ON flow_jobs (unique_key) "
              "WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retryable');"))
         return -1;
