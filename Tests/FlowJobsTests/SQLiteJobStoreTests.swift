@@ -211,6 +211,28 @@ struct SQLiteJobStoreTests {
         #expect(uniqueKey.contains { $0.contains("USING INDEX flow_jobs_unique_key") }, "\(uniqueKey)")
     }
 
+    @Test func aCloseThatComesWhileTheWriterRunsABatchClosesAfterTheRequestsQueuedBehindIt() throws {
+        let store = try SQLiteJobStore.inMemory()
+        let entered = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+        let first = store.transaction { _ in
+            entered.signal()
+            released.wait()
+        }
+        expectSignal(entered, "the first transaction on the writer")
+        // Both come while the writer is busy, so neither wakes it: its next turn takes them together.
+        let second = store.enqueue([job])
+        let closed = store.close()
+        let didClose = DispatchSemaphore(value: 0), didEnqueue = DispatchSemaphore(value: 0)
+        closed.onResult(on: .none) { _ in didClose.signal() }
+        second.onResult(on: .none) { result in
+            if case .success(let enqueued) = result, enqueued.count == 1 { didEnqueue.signal() }
+        }
+        released.signal()
+        expectSignal(didEnqueue, "the enqueue queued with the close")
+        expectSignal(didClose, "the store's close")
+        _ = first
+    }
+
     @Test func aMissingDirectoryIsACleanErrorAndAMissingFileCanBeRefused() throws {
         let directory = TemporaryDirectory()
         let nowhere = directory.path("no/such/dir/jobs.sqlite")
