@@ -7,7 +7,7 @@
 
 static sqlite3 *db;
 static sqlite3_stmt *insert_statement, *claim_statement, *expired_statement, *min_run_statement,
-    *min_lease_statement, *record_statement, *finish_statement;
+    *min_lease_statement, *record_statement, *finish_statement, *begin_statement, *commit_statement;
 
 static int64_t now_ns(void) {
     struct timespec t;
@@ -30,6 +30,16 @@ static int check(int code, const char *what) {
 }
 
 static int exec(const char *sql) { return check(sqlite3_exec(db, sql, NULL, NULL, NULL), sql); }
+
+/// Steps a prepared statement that returns no rows (BEGIN, COMMIT), kept prepared as the store keeps its own.
+static int step_once(sqlite3_stmt *statement) {
+    int code = sqlite3_step(statement);
+    sqlite3_reset(statement);
+    return check(code, sqlite3_sql(statement));
+}
+
+#define BEGIN() step_once(begin_statement)
+#define COMMIT() step_once(commit_statement)
 
 #define COLUMNS                                                                                           \
     "id, name, queue, payload, state, priority, run_at, attempt, max_attempts, fence, lease_expires_at, " \
@@ -61,6 +71,8 @@ int reference_jobs_open(const char *path) {
         sqlite3_stmt **statement;
         const char *sql;
     } statements[] = {
+        {&begin_statement, "BEGIN IMMEDIATE"},
+        {&commit_statement, "COMMIT"},
         {&insert_statement,
          "INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, "
          "trace_context, timeout_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
@@ -88,8 +100,8 @@ int reference_jobs_open(const char *path) {
 }
 
 void reference_jobs_close(void) {
-    sqlite3_stmt *all[] = {insert_statement, claim_statement, expired_statement, min_run_statement,
-                           min_lease_statement, record_statement, finish_statement};
+    sqlite3_stmt *all[] = {insert_statement, claim_statement,  expired_statement, min_run_statement, min_lease_statement,
+                           record_statement, finish_statement, begin_statement,   commit_statement};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sqlite3_finalize(all[i]);
     sqlite3_close(db);
     db = NULL;
@@ -132,19 +144,19 @@ static int insert_one(int64_t now) {
 int64_t reference_jobs_enqueue_each(int count) {
     int64_t start = now_ns();
     for (int i = 0; i < count; i++) {
-        if (exec("BEGIN IMMEDIATE") || insert_one(now_ms()) || exec("COMMIT")) return -1;
+        if (BEGIN() || insert_one(now_ms()) || COMMIT()) return -1;
     }
     return now_ns() - start;
 }
 
 static int enqueue_batched(int count, int batch) {
     for (int done = 0; done < count;) {
-        if (exec("BEGIN IMMEDIATE")) return -1;
+        if (BEGIN()) return -1;
         int64_t now = now_ms();
         for (int i = 0; i < batch && done < count; i++, done++) {
             if (insert_one(now)) return -1;
         }
-        if (exec("COMMIT")) return -1;
+        if (COMMIT()) return -1;
     }
     return 0;
 }
@@ -162,7 +174,7 @@ int64_t reference_jobs_end_to_end(int count, int batch, int slots) {
     int completed = 0;
     while (completed < count) {
         int64_t now = now_ms();
-        if (exec("BEGIN IMMEDIATE")) return -1;
+        if (BEGIN()) return -1;
         sqlite3_bind_int64(expired_statement, 1, now);
         if (run(expired_statement)) return -1;
         sqlite3_stmt *c = claim_statement;
@@ -187,11 +199,11 @@ int64_t reference_jobs_end_to_end(int count, int batch, int slots) {
             if (run(min_run_statement)) return -1;
         }
         sqlite3_bind_text(min_lease_statement, 1, "reference", -1, SQLITE_STATIC);
-        if (run(min_lease_statement) || exec("COMMIT")) return -1;
+        if (run(min_lease_statement) || COMMIT()) return -1;
         // The no-op handler, then each completion in a transaction of its own.
         for (int i = 0; i < claimed; i++) {
             int64_t done = now_ms();
-            if (exec("BEGIN IMMEDIATE")) return -1;
+            if (BEGIN()) return -1;
             sqlite3_bind_int64(record_statement, 1, ids[i]);
             if (run(record_statement)) return -1;
             sqlite3_stmt *f = finish_statement;
@@ -207,7 +219,7 @@ int64_t reference_jobs_end_to_end(int count, int batch, int slots) {
             sqlite3_bind_int64(f, 10, done);
             sqlite3_bind_int64(f, 11, 0);
             sqlite3_bind_int64(f, 12, ids[i]);
-            if (run(f) || exec("COMMIT")) return -1;
+            if (run(f) || COMMIT()) return -1;
             completed++;
         }
         if (claimed == 0) {
