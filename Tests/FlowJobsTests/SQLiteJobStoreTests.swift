@@ -29,6 +29,18 @@ private final class OtherConnection {
         return String(cString: text)
     }
 
+    /// The detail column of each row `EXPLAIN QUERY PLAN` gives for `sql`.
+    func queryPlan(_ sql: String) -> [String] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, "EXPLAIN QUERY PLAN " + sql, -1, &statement, nil) == SQLITE_OK else { return [] }
+        defer { sqlite3_finalize(statement) }
+        var details: [String] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            if let text = sqlite3_column_text(statement, 3) { details.append(String(cString: text)) }
+        }
+        return details
+    }
+
     deinit { sqlite3_close(handle) }
 }
 
@@ -65,7 +77,7 @@ struct SQLiteJobStoreTests {
         let store = try SQLiteJobStore(path: path)
         let other = try OtherConnection(path)
         #expect(other.text("PRAGMA journal_mode") == "wal")
-        #expect(other.text("PRAGMA user_version") == "5")
+        #expect(other.text("PRAGMA user_version") == "6")
         store.close()
     }
 
@@ -91,8 +103,134 @@ struct SQLiteJobStoreTests {
         try await migrated.setConcurrencyLimit(1, forQueue: "default").get()
         try await migrated.close().get()
         let other = try OtherConnection(path)
-        #expect(other.text("PRAGMA user_version") == "5")
+        #expect(other.text("PRAGMA user_version") == "6")
         #expect(other.text("SELECT max_running FROM flow_queues WHERE name = 'default'") == "1")
+    }
+
+    @Test func aVersion5DatabaseIsRebuiltOnOpenKeepingItsJobsIdsAndUniqueKeys() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        do {
+            // The jobs table and its indexes as schema version 5 left them, with the other tables.
+            let other = try OtherConnection(path)
+            #expect(other.run(
+                """
+                PRAGMA journal_mode = WAL;
+                CREATE TABLE flow_jobs (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, queue TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN
+                        ('scheduled', 'available', 'running', 'completed', 'retryable', 'discarded', 'cancelled',
+                         'quarantined')),
+                    priority INTEGER NOT NULL, run_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,
+                    max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1), fence INTEGER NOT NULL DEFAULT 0,
+                    lease_expires_at INTEGER, worker TEXT, lease_expiries INTEGER NOT NULL DEFAULT 0,
+                    unique_key TEXT, last_error TEXT, has_error INTEGER NOT NULL DEFAULT 0,
+                    cancel_requested INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, finished_at INTEGER,
+                    trace_context TEXT, first_attempt_trace_context TEXT, timeout_ms INTEGER);
+                CREATE INDEX flow_jobs_due ON flow_jobs (queue, state, priority DESC, run_at, id);
+                CREATE INDEX flow_jobs_leases ON flow_jobs (state, lease_expires_at);
+                CREATE UNIQUE INDEX flow_jobs_unique_key ON flow_jobs (unique_key)
+                    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retryable');
+                CREATE TABLE flow_queues (name TEXT PRIMARY KEY, max_running INTEGER NOT NULL CHECK (max_running >= 1));
+                CREATE TABLE flow_schedules (
+                    name TEXT PRIMARY KEY, description TEXT NOT NULL, last_fired_at INTEGER, next_fire_at INTEGER,
+                    paused INTEGER NOT NULL DEFAULT 0, last_job_id INTEGER, deferred_fire_at INTEGER,
+                    created_at INTEGER NOT NULL);
+                CREATE TABLE flow_schedule_ticks (
+                    schedule TEXT NOT NULL, fire_at INTEGER NOT NULL,
+                    outcome TEXT NOT NULL CHECK (outcome IN ('enqueued', 'skipped', 'deferred')),
+                    job_id INTEGER, recorded_at INTEGER NOT NULL, PRIMARY KEY (schedule, fire_at)) WITHOUT ROWID;
+                INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, created_at)
+                    VALUES ('task', 'default', X'7B7D', 'available', 0, 0, 3, 0);
+                INSERT INTO flow_jobs (
+                    name, queue, payload, state, priority, run_at, attempt, max_attempts, fence, lease_expires_at,
+                    worker, created_at)
+                    VALUES ('task', 'default', X'7B7D', 'running', 0, 0, 1, 3, 1, 1, 'gone', 0);
+                INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at)
+                    VALUES ('task', 'default', X'7B7D', 'available', 0, 0, 3, 'k', 0);
+                INSERT INTO flow_jobs (name, queue, payload, state, priority, run_at, max_attempts, created_at)
+                    VALUES ('task', 'default', X'7B7D', 'completed', 0, 0, 3, 0);
+                DELETE FROM flow_jobs WHERE id = 4;
+                PRAGMA user_version = 5
+                """) == SQLITE_OK)
+        }
+        let migrated = try SQLiteJobStore(path: path)
+        let kept = try await migrated.jobs(state: nil, queue: nil, limit: 10).get()
+        #expect(kept.map(\.id.rawValue) == [1, 2, 3])
+        #expect(kept.map(\.state) == [.available, .running, .available])
+        #expect(kept[1].worker == "gone" && kept[1].fence == 1 && kept[0].payload == Data("{}".utf8))
+        // The unique key still answers its live job; a new job's id follows the purged job's.
+        let keyed = NewJob(name: "task", queue: "default", payload: Data(), maxAttempts: 1, uniqueKey: "k")
+        let enqueued = try await migrated.enqueue([keyed, job]).get()
+        #expect(enqueued.map(\.id.rawValue) == [3, 5] && enqueued.map(\.isDuplicate) == [true, false])
+        // The claim rescues the expired lease and takes the due jobs.
+        let claimed = try await migrated.claim(
+            ClaimRequest(
+                slotsByQueue: ["default": 10], names: ["task"], worker: "after", leaseDuration: .seconds(15),
+                maxLeaseExpiries: 3, measuresQueues: false, lookahead: .zero)
+        ).get()
+        #expect(claimed.rescued.map(\.id.rawValue) == [2])
+        #expect(Set(claimed.jobs.map(\.id.rawValue)).isSuperset(of: [1, 3, 5]))
+        try await migrated.close().get()
+        let other = try OtherConnection(path)
+        #expect(other.text("PRAGMA user_version") == "6")
+        #expect(other.text("SELECT sql FROM sqlite_master WHERE name = 'flow_jobs_leases'")?.hasSuffix(
+            "WHERE state = 'running'") == true)
+        #expect(other.run("UPDATE flow_jobs SET state = 'lost' WHERE id = 1") == SQLITE_CONSTRAINT, "the state check holds")
+    }
+
+    @Test func theClaimTheRescueAndTheUniqueKeyLookupUseTheirIndexes() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("jobs.sqlite")
+        let store = try SQLiteJobStore(path: path)
+        try await store.close().get()
+        let other = try OtherConnection(path)
+        // The store's statements (SQLiteJobStore's claim, insert and rescue).
+        let claim = other.queryPlan(
+            """
+            UPDATE flow_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
+                lease_expires_at = ?, worker = ?
+            WHERE id IN (
+                SELECT id FROM flow_jobs
+                WHERE queue = ? AND state IN ('scheduled', 'available', 'retryable') AND run_at <= ? AND name IN (?)
+                ORDER BY priority DESC, run_at, id LIMIT ?)
+            """)
+        #expect(claim.contains { $0.contains("USING INDEX flow_jobs_due") }, "\(claim)")
+        let rescue = other.queryPlan(
+            "SELECT id FROM flow_jobs WHERE state = 'running' AND lease_expires_at <= ?")
+        #expect(rescue.contains { $0.contains("USING INDEX flow_jobs_leases") }, "\(rescue)")
+        let nextLease = other.queryPlan(
+            "SELECT MIN(lease_expires_at) FROM flow_jobs WHERE state = 'running' AND worker IS NOT ?")
+        #expect(nextLease.contains { $0.contains("USING INDEX flow_jobs_leases") }, "\(nextLease)")
+        let uniqueKey = other.queryPlan(
+            """
+            SELECT id, state FROM flow_jobs
+            WHERE unique_key = ? AND state IN ('scheduled', 'available', 'running', 'retryable')
+            """)
+        #expect(uniqueKey.contains { $0.contains("USING INDEX flow_jobs_unique_key") }, "\(uniqueKey)")
+    }
+
+    @Test func aCloseThatComesWhileTheWriterRunsABatchClosesAfterTheRequestsQueuedBehindIt() throws {
+        let store = try SQLiteJobStore.inMemory()
+        let entered = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+        let first = store.transaction { _ in
+            entered.signal()
+            released.wait()
+        }
+        expectSignal(entered, "the first transaction on the writer")
+        // Both come while the writer is busy, so neither wakes it: its next turn takes them together.
+        let second = store.enqueue([job])
+        let closed = store.close()
+        let didClose = DispatchSemaphore(value: 0), didEnqueue = DispatchSemaphore(value: 0)
+        closed.onResult(on: .none) { _ in didClose.signal() }
+        second.onResult(on: .none) { result in
+            if case .success(let enqueued) = result, enqueued.count == 1 { didEnqueue.signal() }
+        }
+        released.signal()
+        expectSignal(didEnqueue, "the enqueue queued with the close")
+        expectSignal(didClose, "the store's close")
+        _ = first
     }
 
     @Test func aMissingDirectoryIsACleanErrorAndAMissingFileCanBeRefused() throws {
@@ -130,7 +268,7 @@ struct SQLiteJobStoreTests {
             let other = try OtherConnection(path)
             other.run("PRAGMA user_version = 99")
         }
-        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 5)) {
+        #expect(throws: JobStoreError.newerSchema(found: 99, supported: 6)) {
             _ = try SQLiteJobStore(path: path)
         }
     }

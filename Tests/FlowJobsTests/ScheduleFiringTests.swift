@@ -328,7 +328,7 @@ struct ScheduleFiringTests {
         try completed(store.close())
         let reopened = try jobs.openStore()
         let version = try completed(reopened.transaction { try $0.query("PRAGMA user_version", []) })
-        #expect(version.first?.first == .integer(5))
+        #expect(version.first?.first == .integer(6))
         let runner = try worker(reopened, jobs, identity: "migrated")
         runner.start()
         jobs.advance(by: .seconds(60))

@@ -175,6 +175,15 @@ final class SQLiteConnection: @unchecked Sendable {
         return statement
     }
 
+    /// Runs one `INSERT` of one row into a rowid table, answering the new row's id. Cheaper than
+    /// `RETURNING id`, whose rows SQLite gathers in a temporary table before it returns the first.
+    func insertRow(_ sql: String, _ arguments: [SQLValue]) throws(JobStoreError) -> Int64 {
+        try query(sql, arguments)
+        // The connection's last insert, which is this statement's row: the store's tables have no
+        // triggers, and a trigger's own inserts would not change it once the statement returns.
+        return sqlite3_last_insert_rowid(handle)
+    }
+
     /// Runs one statement that returns no rows, answering how many rows it changed.
     @discardableResult
     func execute(

@@ -451,12 +451,12 @@ public final class SQLiteJobStore: JobStore {
         }
         let runAt = job.runAt?.milliseconds ?? now
         let lifecycle = JobLifecycle(isDue: runAt <= now, maxAttempts: job.maxAttempts)
-        let rows = try connection.query(
+        let id = try connection.insertRow(
             """
             INSERT INTO flow_jobs (
                 name, queue, payload, state, priority, run_at, max_attempts, unique_key, created_at, trace_context,
                 timeout_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 .text(job.name), .text(job.queue), .blob(job.payload), .text(lifecycle.state.rawValue),
@@ -469,8 +469,7 @@ public final class SQLiteJobStore: JobStore {
         } else {
             connection.pendingNotifications.append(.enqueued(queues: [job.queue]))
         }
-        return EnqueuedJob(
-            id: JobID(rawValue: rows.first?.first?.integerValue ?? 0), isDuplicate: false, state: lifecycle.state)
+        return EnqueuedJob(id: JobID(rawValue: id), isDuplicate: false, state: lifecycle.state)
     }
 
     static func claim(_ request: ClaimRequest, now: Int64, on connection: SQLiteConnection) throws -> ClaimResult {

@@ -239,7 +239,9 @@ final class SQLiteWriter: Sendable {
         while true {
             if !(ranBatch && spinsUntilWork(&spinPolicy)) {
                 let sleeps = queue.withLock { queue in
-                    guard !hasWork.load(ordering: .acquiring) else { return false }
+                    // Once closed, nothing wakes it again: a close that came while it ran its last
+                    // batch is seen by the next turn instead.
+                    guard !hasWork.load(ordering: .acquiring) && !queue.isClosed else { return false }
                     queue.isWriterSleeping = true
                     return true
                 }
