@@ -12,13 +12,20 @@ struct SQLiteSpinPolicyTests {
     @Test func aSpinMayStartUntilAYieldIsContendedThenPausesForTheShortestPause() {
         var policy = SQLiteSpinPolicy(budgetNanoseconds: 50_000)
         #expect(policy.maySpin(at: 1_000))
-        let shortYieldKeepsSpinning = policy.yielded(from: 1_000, to: 1_000 + SQLiteSpinPolicy.contentionNanoseconds)
+        let shortYieldKeepsSpinning = policy.yielded(
+            from: 1_000, to: 1_000 + SQLiteSpinPolicy.contentionNanoseconds, awaitedCame: false)
         #expect(shortYieldKeepsSpinning)
         #expect(policy.maySpin(at: 2_000))
 
-        let contendedEnd: UInt64 = 2_000 + SQLiteSpinPolicy.contentionNanoseconds + 1
-        let longYieldKeepsSpinning = policy.yielded(from: 2_000, to: contendedEnd)
-        #expect(!longYieldKeepsSpinning)
+        var contendedEnd: UInt64 = 2_000
+        for spin in 1...SQLiteSpinPolicy.contendedSpinsBeforePause {
+            let start = contendedEnd
+            contendedEnd = start + SQLiteSpinPolicy.contentionNanoseconds + 1
+            let longYieldKeepsSpinning = policy.yielded(from: start, to: contendedEnd, awaitedCame: false)
+            #expect(!longYieldKeepsSpinning)
+            // Spins that ended contended pause spinning only once there are several in a row.
+            #expect(policy.maySpin(at: contendedEnd) == (spin < SQLiteSpinPolicy.contendedSpinsBeforePause))
+        }
         #expect(!policy.maySpin(at: contendedEnd + SQLiteSpinPolicy.initialPauseNanoseconds - 1))
         #expect(policy.maySpin(at: contendedEnd + SQLiteSpinPolicy.initialPauseNanoseconds))
     }
@@ -28,9 +35,13 @@ struct SQLiteSpinPolicyTests {
         var now: UInt64 = 0
         var pauses: [UInt64] = []
         for _ in 0..<12 {
-            let after = now + SQLiteSpinPolicy.contentionNanoseconds + 1
-            let keepsSpinning = policy.yielded(from: now, to: after)
-            #expect(!keepsSpinning)
+            var after = now
+            for _ in 1...SQLiteSpinPolicy.contendedSpinsBeforePause {
+                let start = after
+                after = start + SQLiteSpinPolicy.contentionNanoseconds + 1
+                let keepsSpinning = policy.yielded(from: start, to: after, awaitedCame: false)
+                #expect(!keepsSpinning)
+            }
             pauses.append(policy.pausedUntil - after)
             now = policy.pausedUntil
         }
@@ -39,10 +50,49 @@ struct SQLiteSpinPolicyTests {
         #expect(pauses.last == SQLiteSpinPolicy.maximumPauseNanoseconds)
 
         policy.spinEndedUncontended()
-        let keepsSpinning = policy.yielded(from: now, to: now + SQLiteSpinPolicy.contentionNanoseconds + 1)
-        #expect(!keepsSpinning)
-        #expect(policy.pausedUntil == now + SQLiteSpinPolicy.contentionNanoseconds + 1
-            + SQLiteSpinPolicy.initialPauseNanoseconds)
+        var after = now
+        for _ in 1...SQLiteSpinPolicy.contendedSpinsBeforePause {
+            let start = after
+            after = start + SQLiteSpinPolicy.contentionNanoseconds + 1
+            _ = policy.yielded(from: start, to: after, awaitedCame: false)
+        }
+        #expect(policy.pausedUntil == after + SQLiteSpinPolicy.initialPauseNanoseconds)
+    }
+
+    @Test func anUncontendedSpinBetweenContendedOnesStartsTheCountAgain() {
+        var policy = SQLiteSpinPolicy(budgetNanoseconds: 50_000)
+        var now: UInt64 = 1_000
+        for _ in 0..<(3 * SQLiteSpinPolicy.contendedSpinsBeforePause) {
+            for _ in 1..<SQLiteSpinPolicy.contendedSpinsBeforePause {
+                let after = now + SQLiteSpinPolicy.contentionNanoseconds + 1
+                let keepsSpinning = policy.yielded(from: now, to: after, awaitedCame: false)
+                #expect(!keepsSpinning)
+                now = after
+            }
+            policy.spinEndedUncontended()
+        }
+        #expect(policy.maySpin(at: now))
+    }
+
+    @Test func aLongYieldAfterWhichTheAwaitedWorkCameIsNoContentionUnlessItTookATimeSlice() {
+        var policy = SQLiteSpinPolicy(budgetNanoseconds: 50_000)
+        var now: UInt64 = 1_000
+        // The thread the yield ran handed the work over: as many times as it takes, no pause.
+        for _ in 0..<(2 * SQLiteSpinPolicy.contendedSpinsBeforePause) {
+            let after = now + SQLiteSpinPolicy.timeSliceNanoseconds
+            let keepsSpinning = policy.yielded(from: now, to: after, awaitedCame: true)
+            #expect(keepsSpinning)
+            now = after
+        }
+        #expect(policy.maySpin(at: now))
+        // A yield that took longer than a time slice ran some other thread, whatever came meanwhile.
+        for _ in 1...SQLiteSpinPolicy.contendedSpinsBeforePause {
+            let after = now + SQLiteSpinPolicy.timeSliceNanoseconds + 1
+            let keepsSpinning = policy.yielded(from: now, to: after, awaitedCame: true)
+            #expect(!keepsSpinning)
+            now = after
+        }
+        #expect(!policy.maySpin(at: now))
     }
 
     @Test func aZeroBudgetNeverSpins() {

@@ -56,10 +56,12 @@ final class SQLiteLoopPolling: Sendable {
             let before = EventLoop.uptimeNanoseconds
             sched_yield()
             let after = EventLoop.uptimeNanoseconds
-            guard spinPolicy.withLock({ $0.yielded(from: before, to: after) }) else {
+            let settled = requestsInFlight.load(ordering: .acquiring) == 0
+            guard spinPolicy.withLock({ $0.yielded(from: before, to: after, awaitedCame: settled) }) else {
                 isPolling.store(false, ordering: .relaxed)
                 return
             }
+            guard !settled else { return stopPolling() }
             guard after < pollsUntil.load(ordering: .relaxed) else { return stopPolling() }
             pollNextTurn()
         }

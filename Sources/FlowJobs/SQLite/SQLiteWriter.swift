@@ -281,7 +281,9 @@ final class SQLiteWriter: Sendable {
             }
             sched_yield()
             let after = EventLoop.uptimeNanoseconds
-            guard policy.yielded(from: before, to: after) else { return hasWork.load(ordering: .acquiring) }
+            let came = hasWork.load(ordering: .acquiring)
+            guard policy.yielded(from: before, to: after, awaitedCame: came) else { return came }
+            if came { break }
             before = after
         }
         policy.spinEndedUncontended()
