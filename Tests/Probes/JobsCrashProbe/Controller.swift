@@ -323,11 +323,13 @@ enum Controller {
                     nextServerCrashAt = now + 500
                 } else {
                     let downFor = Int64.random(in: 200...1500, using: &random)
+                    // The outage starts no earlier than the crash command: a rerun's limit grows by it.
+                    let crashedAt = nowMilliseconds()
                     guard cluster("crash") else {
                         report("Scripts/postgres-test-cluster crash failed")
                         return false
                     }
-                    events.append("outage-start \(now)")
+                    events.append("outage-start \(crashedAt)")
                     serverCrashes += 1
                     serverRestartAt = nowMilliseconds() + downFor
                     report("the server crashed (pg_ctl stop -m immediate), down for \(downFor) ms")
