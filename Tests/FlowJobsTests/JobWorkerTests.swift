@@ -353,6 +353,32 @@ struct JobWorkerTests {
         #expect(record.state == .completed && record.attempt == 2 && record.lifecycle.leaseExpiries == 1)
     }
 
+    @Test func anAttemptWhoseJobItsOwnWorkerClaimedAgainEndsWithoutEndingTheNewAttempt() throws {
+        let rig = try Rig()
+        let firstAttempt = PendingWork()
+        let laterAttempts = PendingWork()
+        rig.startWorker(message) { payload, context in
+            payload.text == "slow" && context.attempt == 1 ? firstAttempt.future() : laterAttempts.future()
+        }
+        let handle = try rig.enqueue(message, Message(text: "slow"))
+        rig.jobs.clock.advance(by: .zero)
+        // The wall clock passes the lease's end before a heartbeat (as when a claim answers after the
+        // lease it gave has ended): the worker's next claim rescues its own job and claims it again.
+        rig.jobs.stepWallClock(by: 16)
+        _ = try rig.enqueue(message, Message(text: "wakes the worker"))
+        rig.jobs.clock.advance(by: .zero)
+        #expect(rig.events.started.filter { $0.id == handle.id }.map(\.attempt) == [1, 2])
+        #expect(rig.events.leasesLost.map(\.id) == [handle.id])
+        #expect(firstAttempt.waitingCount == 0, "the first attempt's handler was cancelled")
+        firstAttempt.completeAll()
+        rig.jobs.clock.advance(by: .zero)
+        #expect(try rig.record(handle).state == .running, "the first attempt's end did not end the second")
+        laterAttempts.completeAll()
+        rig.jobs.clock.advance(by: .zero)
+        let record = try rig.record(handle)
+        #expect(record.state == .completed && record.attempt == 2 && record.lifecycle.leaseExpiries == 1)
+    }
+
     @Test func aJobThatKeepsKillingItsWorkersIsQuarantinedWithTheLastWorkersName() throws {
         let rig = try Rig()
         let handle = try rig.enqueue(message, Message(text: "poison"))

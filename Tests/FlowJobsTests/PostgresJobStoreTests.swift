@@ -388,6 +388,43 @@ struct PostgresJobStoreTests {
         #expect(record.state == .retryable && record.lifecycle.leaseExpiries == 1 && record.leaseExpiresAt == nil)
     }
 
+    @Test func theLeaderRescuesALeaseAsItEndsNotAnIntervalLater() throws {
+        let wallClock = ManualWallClock()
+        let store = try PostgresTestDatabase.openStore(clock: wallClock.jobClock)
+        defer { store.close() }
+        // Two dead workers' jobs: one lease ends before the leader's first round, the other 200 ms
+        // after it, far within the leader's interval of an hour.
+        var ids: [String: JobID] = [:]
+        for (queue, lease) in [("first", Duration.milliseconds(100)), ("second", .milliseconds(300))] {
+            let enqueued = try wait(store.enqueue([job(queue)]))
+            let claimed = try wait(
+                store.claim(
+                    ClaimRequest(
+                        slotsByQueue: [queue: 1], names: ["task"], worker: "dead", leaseDuration: lease,
+                        maxLeaseExpiries: 3)))
+            #expect(claimed.jobs.map(\.id) == enqueued.map(\.id))
+            ids[queue] = enqueued[0].id
+        }
+        wallClock.advance(by: 0.1)
+        let first = DispatchSemaphore(value: 0)
+        let second = DispatchSemaphore(value: 0)
+        let observation = store.observe { notification in
+            guard case .enqueued(let queues) = notification else { return }
+            if queues.contains("first") { first.signal() }
+            if queues.contains("second") { second.signal() }
+        }
+        defer { observation.dispose() }
+        let rescuer = store.rescuesExpiredLeasesWhileLeading(every: .seconds(3600), maxLeaseExpiries: 3)
+        defer { rescuer.stop() }
+        expectSignal(first, "the leader's first round")
+        // The first round has seen the second lease running: its end, not the interval, is the next round.
+        wallClock.advance(by: 0.2)
+        expectSignal(second, "the leader's round at the second lease's end")
+        let secondID = try #require(ids["second"])
+        let record = try #require(try wait(store.job(secondID)))
+        #expect(record.state == .retryable && record.lifecycle.leaseExpiries == 1)
+    }
+
     @Test func anIdleWorkerOfAnotherProcessRunsEveryJobOnceWokenByItsNotification() throws {
         let schema = PostgresTestDatabase.freshSchema()
         let clientStore = try PostgresTestDatabase.openStore(schema: schema)

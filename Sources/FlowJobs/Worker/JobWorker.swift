@@ -417,6 +417,18 @@ public final class JobWorker: Sendable {
             for (queue, measurement) in claim.queues { metrics.queueMeasured(queue, measurement, at: now) }
         }
         for record in claim.rescued { logRescue(record) }
+        // A job this worker still runs under an older fence came back: the claim found that attempt's
+        // lease ended (its heartbeats or its claim's answer came too late) and rescued it. That
+        // attempt lost its lease; it ends here, so that its handler's end cannot end the new one.
+        let superseded = state.withLock { state in
+            claim.jobs.compactMap { record in state.running[record.id].map(\.lease) }.filter { lease in
+                claim.jobs.contains { $0.id == lease.id && $0.fence != lease.fence }
+            }
+        }
+        for lease in superseded {
+            emit(.leaseLost(lease))
+            stop(lease.id, reason: .leaseLost)
+        }
         let spans = claim.jobs.map(startSpan)
         let (started, toRelease, claimAgain) = state.withLock { state -> ([RunningAttempt], [JobLease], Bool) in
             state.isClaiming = false
@@ -501,11 +513,12 @@ public final class JobWorker: Sendable {
         let handlerFuture = ServiceContext.withValue(attempt.context.serviceContext) {
             registration.run(attempt.record, attempt.context)
         }
+        let lease = attempt.lease
         let observation = handlerFuture.onResult(on: scheduler) { [weak self] result in
-            self?.attemptEnded(id, result: result)
+            self?.attemptEnded(lease, result: result)
         }
         let isStillRunning = state.withLock { state in
-            guard state.running[id] != nil else { return false }
+            guard state.running[id]?.lease == lease else { return false }
             state.running[id]?.observation = observation
             return true
         }
@@ -567,6 +580,8 @@ public final class JobWorker: Sendable {
                 // the job and tells. No later heartbeat is needed either way.
                 break
             case .failure(JobStoreError.leaseLost(let lease)):
+                // Unless that attempt has ended already (a claim of the job under a newer fence).
+                guard state.withLock({ $0.running[id]?.lease == attempt.lease }) else { return }
                 emit(.leaseLost(lease))
                 stop(id, reason: .leaseLost)
             case .failure(let error):
@@ -576,18 +591,21 @@ public final class JobWorker: Sendable {
         }
     }
 
-    /// Takes the attempt out of the running set and frees its slot.
-    private func takeRunning(_ id: JobID) -> RunningAttempt? {
+    /// Takes the attempt out of the running set and frees its slot: the one under `lease`'s fence
+    /// when given.
+    private func takeRunning(_ id: JobID, lease: JobLease? = nil) -> RunningAttempt? {
         state.withLock { state in
-            guard let attempt = state.running.removeValue(forKey: id) else { return nil }
+            guard lease == nil || state.running[id]?.lease == lease,
+                let attempt = state.running.removeValue(forKey: id)
+            else { return nil }
             state.runningByQueue[attempt.record.queue, default: 1] -= 1
             state.pendingWrites += 1
             return attempt
         }
     }
 
-    private func attemptEnded(_ id: JobID, result: Result<Void>) {
-        guard let attempt = takeRunning(id) else { return }
+    private func attemptEnded(_ lease: JobLease, result: Result<Void>) {
+        guard let attempt = takeRunning(lease.id, lease: lease) else { return }
         attempt.timers.dispose()
         let effects = attempt.context.takeCompletionEffects()
         configuration.metrics?.handlerEnded(attempt.record, startedAt: attempt.startedAt, at: store.clock.now())

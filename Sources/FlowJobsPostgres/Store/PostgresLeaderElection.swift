@@ -254,9 +254,27 @@ extension PostgresJobStore {
         }
     }
 
+    /// The leader's round: the rescue's transaction, answering the end (in milliseconds) of the
+    /// earliest lease still running after it, when the next round is due at the latest.
+    fileprivate func rescuingRound(maxLeaseExpiries: Int) -> @Sendable (PostgresSession, Int64) throws -> Int64? {
+        let rescue = rescuing(maxLeaseExpiries: maxLeaseExpiries)
+        return { session, now in
+            _ = try rescue(session, now)
+            // Leases that ended and are still running are locked by another rescue (SKIP LOCKED):
+            // that one's to report, so the next round waits for a later end, not for those.
+            return try session.rows(
+                "SELECT min(lease_expires_at) FROM flow_jobs WHERE state = 'running' AND lease_expires_at > $1",
+                [.integer(now)]
+            ).first?.first?.integerValue
+        }
+    }
+
     /// Elects a leader among the store's processes that, while it leads, rescues expired leases
-    /// every `interval` (``rescueExpiredLeases(maxLeaseExpiries:)``), each rescue in the leader's
-    /// ``PostgresLeaderElection/transaction(_:)``: a leader that lost its lock rescues nothing.
+    /// every `interval` and as the earliest lease it last saw running ends, whichever comes first
+    /// (``rescueExpiredLeases(maxLeaseExpiries:)``), each rescue in the leader's
+    /// ``PostgresLeaderElection/transaction(_:)``: a leader that lost its lock rescues nothing. A job
+    /// whose worker died is rescued when its lease ends, not up to an interval later, even while no
+    /// worker has a free slot to claim (and rescue) it.
     ///
     /// ```swift
     /// let rescuer = store.rescuesExpiredLeasesWhileLeading(every: .seconds(5), maxLeaseExpiries: 3)
@@ -316,8 +334,9 @@ extension PostgresJobStore {
     }
 }
 
-/// The leader's repeated rescue: a round now, then one every `seconds`, each in `leading()`'s
-/// transaction, until disposed, the store is gone or the election no longer leads (stopped, say).
+/// The leader's repeated rescue: a round now, then one every `seconds` or at the end of the earliest
+/// lease the last round saw running if sooner, each in `leading()`'s transaction, until disposed,
+/// the store is gone or the election no longer leads (stopped, say).
 /// Only the pending timer holds it between rounds, and it holds the store and the election weakly,
 /// so nothing keeps it alive once its loop closes or it stops.
 private final class RescueRounds: Sendable {
@@ -343,10 +362,17 @@ private final class RescueRounds: Sendable {
     func round() {
         // An election stopped (which tells no one) or gone ends its rounds here; a new lead starts new ones.
         guard let store, !isDisposed.withLock({ $0 }), let election = leading(), election.isLeader else { return }
-        let rescued = election.leaderTransaction(store.rescuing(maxLeaseExpiries: maxLeaseExpiries))
-        rescued.onResult(on: .none) { [self] _ in
+        let rescued = election.leaderTransaction(store.rescuingRound(maxLeaseExpiries: maxLeaseExpiries))
+        let clock = store.clock
+        rescued.onResult(on: .none) { [self] result in
             guard !isDisposed.withLock({ $0 }) else { return }
-            next.withLock { $0 = loop.execute(after: seconds) { [self] in round() } }
+            var delay = seconds
+            if case .success(let leaseEnd?) = result {
+                // A millisecond past the end: a rescue takes the leases that ended at or before its time.
+                let untilEnd = Double(leaseEnd + 1 - clock.now().milliseconds) / 1000
+                delay = min(seconds, max(0.001, untilEnd))
+            }
+            next.withLock { $0 = loop.execute(after: delay) { [self] in round() } }
         }
     }
 

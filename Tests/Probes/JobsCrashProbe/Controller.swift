@@ -250,6 +250,7 @@ enum Controller {
         var serverRestartAt: Int64?
         var serverCrashes = 0
         var lastContinueAt: Int64 = 0
+        var lastServerRestartAt: Int64 = 0
         func cluster(_ command: String) -> Bool {
             guard let script = settings.clusterScript, let directory = settings.clusterDirectory else { return false }
             return runToItsEnd(script, [command, directory])
@@ -277,19 +278,25 @@ enum Controller {
                 }
                 slots[index] = replacement
             }
-            if stopReport == nil, now >= stopAt, let index = slots.indices.filter({ index in
-                // A worker running jobs, so that its late updates meet the fence, and armed with no crash
-                // point, so that it lives to make them.
-                slots[index].process.isRunning && isAlive(slots[index].process.processIdentifier)
-                    && !slots[index].isTerminating && slots[index].crashAt.isEmpty
-                    && database.integer(
-                    "SELECT count(*) FROM flow_jobs WHERE state = 'running' AND worker = 'worker-\(slots[index].process.processIdentifier)'"
-                ) > 0
-            }).randomElement(using: &random) {
+            // A worker whose attempt could not record its end while the server was down let go of the
+            // attempt, and its job stays running under the worker's name until the lease ends: the
+            // stop waits a lease after a restart, and counts only leases that have not ended.
+            if stopReport == nil, now >= stopAt, now >= lastServerRestartAt + Int64(settings.lease * 1000),
+                let index = slots.indices.filter({ index in
+                    // A worker running jobs, so that its late updates meet the fence, and armed with no
+                    // crash point, so that it lives to make them.
+                    slots[index].process.isRunning && isAlive(slots[index].process.processIdentifier)
+                        && !slots[index].isTerminating && slots[index].crashAt.isEmpty
+                        && database.integer(
+                            "SELECT count(*) FROM flow_jobs WHERE state = 'running' AND lease_expires_at > \(now) "
+                                + "AND worker = 'worker-\(slots[index].process.processIdentifier)'") > 0
+                }).randomElement(using: &random)
+            {
                 let pid = slots[index].process.processIdentifier
                 kill(pid, SIGSTOP)
                 let running = database.integer(
-                    "SELECT count(*) FROM flow_jobs WHERE state = 'running' AND worker = 'worker-\(pid)'")
+                    "SELECT count(*) FROM flow_jobs WHERE state = 'running' AND lease_expires_at > \(now) "
+                        + "AND worker = 'worker-\(pid)'")
                 stopReport = (pid, running)
                 let continueAt = now + Int64(settings.lease * 1000) + 1500
                 stopped = (index, continueAt)
@@ -323,11 +330,13 @@ enum Controller {
                     nextServerCrashAt = now + 500
                 } else {
                     let downFor = Int64.random(in: 200...1500, using: &random)
+                    // The outage starts no earlier than the crash command: a rerun's limit grows by it.
+                    let crashedAt = nowMilliseconds()
                     guard cluster("crash") else {
                         report("Scripts/postgres-test-cluster crash failed")
                         return false
                     }
-                    events.append("outage-start \(now)")
+                    events.append("outage-start \(crashedAt)")
                     serverCrashes += 1
                     serverRestartAt = nowMilliseconds() + downFor
                     report("the server crashed (pg_ctl stop -m immediate), down for \(downFor) ms")
@@ -338,7 +347,8 @@ enum Controller {
                     report("Scripts/postgres-test-cluster restart failed")
                     return false
                 }
-                events.append("outage-end \(nowMilliseconds())")
+                lastServerRestartAt = nowMilliseconds()
+                events.append("outage-end \(lastServerRestartAt)")
                 serverRestartAt = nil
                 nextServerCrashAt = nowMilliseconds() + Int64.random(in: 4000...9000, using: &random)
             }

@@ -165,6 +165,12 @@ struct Verification {
             }
         }
         let limit = Int64(lease * 1000) + 1000
+        // Each outage as the workers met it, measured: from the crash command to the first answer any
+        // worker had from the restarted server (a claim or a heartbeat). The server was not there for
+        // them in between; no allowance beyond it is guessed.
+        let outageWindows = outages.map { outage in
+            (start: outage.start, end: trace.firstAnswer(after: outage.end) ?? outage.end)
+        }
         var orphaned = 0
         var waits: [Int64] = []
         var lateReruns = 0
@@ -199,11 +205,11 @@ struct Verification {
                 // live worker arms a timer for the earliest lease end of another's job, and a rescued
                 // job keeps its run time, so it goes first among the due jobs.
                 // While the server is down nothing can run: a death whose window meets an outage has
-                // the outage's time more, and 3 s for the workers to connect again (backoffs of up to
-                // 1 s for the pool, the claim's retry after 1 s, the listener's).
+                // exactly the outage's time from the death on more (an outage after the limit so
+                // extended is not in its window).
                 var allowed = limit
-                for outage in outages where outage.start < killedAt + limit && outage.end + 3000 > killedAt {
-                    allowed += min(outage.end, Int64.max / 2) - max(outage.start, killedAt) + 3000
+                for outage in outageWindows where outage.start < killedAt + allowed && outage.end > killedAt {
+                    allowed += min(outage.end, Int64.max / 2) - max(outage.start, killedAt)
                 }
                 if allowed > limit { acrossOutages += 1 }
                 // A job is rescued by another worker that lives through its rescue: when the kills
@@ -228,7 +234,9 @@ struct Verification {
                 // waited for capacity, not for its rescue, and is counted apart.
                 let actualLeaseEnd = trace.leaseEnd(
                     job: id, deadWorker: claim.pid, claimedAt: claim.time, killedAt: killedAt, lease: lease)
-                if wait > allowed && trace.everyClaimTookAllItsSlots(from: actualLeaseEnd, to: next.time) {
+                if wait > allowed
+                    && trace.everyClaimTookAllItsSlots(from: actualLeaseEnd, to: next.time, outages: outageWindows)
+                {
                     waitingForASlot += 1
                     continue
                 }
@@ -290,9 +298,13 @@ struct Verification {
         report(stopSummary)
         if !outages.isEmpty || !unknownNumbers.isEmpty {
             report(
-                "\(outages.count) server crashes, down "
-                    + outages.map { "\($0.end == Int64.max ? -1 : $0.end - $0.start) ms" }.joined(separator: ", ")
-                    + "; \(acrossOutages) reruns had an outage in their window (limit extended by it + 3 s); "
+                "\(outages.count) server crashes, down (crash to restart) "
+                    + zip(outages, outageWindows).map { outage, window in
+                        outage.end == Int64.max
+                            ? "-1 ms" : "\(outage.end - outage.start) ms, first answer \(window.end - outage.end) ms later"
+                    }.joined(separator: "; ")
+                    + "; \(acrossOutages) reruns had an outage in their window (limit extended by exactly "
+                    + "its part of it, crash to first answer after the restart); "
                     + "\(unknownNumbers.count) enqueues' answers lost and tried again, "
                     + "\(unacknowledgedOfLostAnswers) of them had committed (a second row, run and finished)")
         }
@@ -361,10 +373,21 @@ struct ClaimTrace {
     }
 
     /// Whether at least one claim was sent from `start` and answered by `end`, and every such claim
-    /// answered (none failed) with as many jobs as it asked slots for.
-    func everyClaimTookAllItsSlots(from start: Int64, to end: Int64) -> Bool {
-        let sent = claims.values.joined().filter { $0.sentAt >= start && $0.answeredAt <= end }
+    /// answered (none failed) with as many jobs as it asked slots for. A claim that failed within an
+    /// outage (`outages`: the server gone, measured) is the outage's, whose time the limit has already.
+    func everyClaimTookAllItsSlots(from start: Int64, to end: Int64, outages: [(start: Int64, end: Int64)]) -> Bool {
+        let sent = claims.values.joined().filter { claim in
+            claim.sentAt >= start && claim.answeredAt <= end
+                && !(claim.failed && outages.contains { claim.answeredAt >= $0.start && claim.answeredAt <= $0.end })
+        }
         return !sent.isEmpty && sent.allSatisfy { !$0.failed && $0.jobs == $0.slots }
+    }
+
+    /// The first answer a worker had from the server after `time`: a claim answered or a heartbeat.
+    func firstAnswer(after time: Int64) -> Int64? {
+        let claimed = claims.values.joined().filter { !$0.failed && $0.answeredAt > time }.map(\.answeredAt).min()
+        let beat = heartbeats.values.joined().map(\.time).filter { $0 > time }.min()
+        return [claimed, beat].compactMap { $0 }.min()
     }
 
     /// The evidence for one late rerun, times in milliseconds from the kill: the dead worker's lease
