@@ -5,7 +5,8 @@ import Synchronization
 import Testing
 
 /// The loop's job: a closure or a Concurrency job in two words, moved in and out with its ownership.
-@Suite("EventLoop.LoopWork: the loop's two-word job")
+// Serialized: two tests count live `Tracked` objects in one static counter, each from zero.
+@Suite("EventLoop.LoopWork: the loop's two-word job", .serialized)
 struct LoopWorkTests {
     /// Counts live instances, to see that a job's closure is released exactly once.
     final class Tracked: Sendable {
