@@ -272,6 +272,32 @@ struct PostgresJobStoreTests {
         }
     }
 
+    /// A store nobody observes (a process that only enqueues) holds no listening session, which the
+    /// server would wake at each `NOTIFY`, its own ones included. The first observer opens it, and a
+    /// claim made right after registering starts once its `LISTEN` took effect: another process's
+    /// enqueue committed after the claim is heard.
+    @Test func aStoreListensFromItsFirstObserverOnAndAClaimMadeThenHearsWhatFollows() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let store = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            store.close()
+            other.close()
+        }
+        _ = try wait(store.enqueue([job()]))
+        #expect(store.openConnectionCount == 1, "the pool's connection alone: nobody observes, nothing listens")
+        let heard = DispatchSemaphore(value: 0)
+        let observation = store.observe { notification in
+            if case .enqueued(let queues) = notification, queues.contains("after-claim") { heard.signal() }
+        }
+        defer { observation.dispose() }
+        let claimed = try wait(store.claim(
+            ClaimRequest(slotsByQueue: ["default": 1], names: ["task"], worker: "w", leaseDuration: .seconds(30), maxLeaseExpiries: 3)))
+        #expect(claimed.jobs.count == 1)
+        _ = try wait(other.enqueue([job("after-claim")]))
+        expectSignal(heard, "the other store's enqueue after the claim")
+    }
+
     @Test func oneOfTwoProcessesLeadsAndTheOtherTakesOverWhenTheLeadersSessionEnds() throws {
         let schema = PostgresTestDatabase.freshSchema()
         let first = try PostgresTestDatabase.openStore(schema: schema)
