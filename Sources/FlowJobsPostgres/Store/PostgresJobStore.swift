@@ -509,7 +509,8 @@ public final class PostgresJobStore: JobStore {
     /// another process committed before the `LISTEN`, and hears what it commits after.
     private func afterListening<Value: Sendable>(_ body: @escaping @Sendable () -> Future<Value>) -> Future<Value> {
         guard let listening = listening.withLock({ $0 }), listening.result == nil else { return body() }
-        return listening.flatMap(on: .none) { body() }
+        // Whatever its end: a caller that cancelled its own wait must not fail the others'.
+        return listening.flatMapResult(on: .none) { _ in body() }
     }
 
     private func startListening() -> Future<Void> {
