@@ -272,6 +272,32 @@ struct PostgresJobStoreTests {
         }
     }
 
+    /// A store nobody observes (a process that only enqueues) holds no listening session, which the
+    /// server would wake at each `NOTIFY`, its own ones included. The first observer opens it, and a
+    /// claim made right after registering starts once its `LISTEN` took effect: another process's
+    /// enqueue committed after the claim is heard.
+    @Test func aStoreListensFromItsFirstObserverOnAndAClaimMadeThenHearsWhatFollows() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let store = try PostgresTestDatabase.openStore(schema: schema)
+        let other = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            store.close()
+            other.close()
+        }
+        _ = try wait(store.enqueue([job()]))
+        #expect(store.openConnectionCount == 1, "the pool's connection alone: nobody observes, nothing listens")
+        let heard = DispatchSemaphore(value: 0)
+        let observation = store.observe { notification in
+            if case .enqueued(let queues) = notification, queues.contains("after-claim") { heard.signal() }
+        }
+        defer { observation.dispose() }
+        let claimed = try wait(store.claim(
+            ClaimRequest(slotsByQueue: ["default": 1], names: ["task"], worker: "w", leaseDuration: .seconds(30), maxLeaseExpiries: 3)))
+        #expect(claimed.jobs.count == 1)
+        _ = try wait(other.enqueue([job("after-claim")]))
+        expectSignal(heard, "the other store's enqueue after the claim")
+    }
+
     @Test func oneOfTwoProcessesLeadsAndTheOtherTakesOverWhenTheLeadersSessionEnds() throws {
         let schema = PostgresTestDatabase.freshSchema()
         let first = try PostgresTestDatabase.openStore(schema: schema)
@@ -542,6 +568,53 @@ struct PostgresJobStoreTests {
             #expect(record.priority == job.priority && record.lifecycle.maxAttempts == job.maxAttempts)
             #expect(record.runAt == (job.runAt ?? now) && record.createdAt == now && record.uniqueKey == nil)
             #expect(record.traceContext == job.traceContext)
+        }
+        while heardQueues.withLock({ $0 }) != ["q\"1\\", "q2"] {
+            guard heard.wait(timeout: .now() + hangGuard) == .success else {
+                Issue.record("heard only \(heardQueues.withLock { $0 })")
+                return
+            }
+        }
+    }
+
+    /// One job goes as a statement of its own (plain parameters, not arrays): every field, each
+    /// kind of state, and the notification of its queue, as the batch's.
+    @Test func aSingleJobWithoutUniqueKeyKeepsEveryFieldAndWakesOtherProcesses() throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let wallClock = ManualWallClock()
+        let store = try PostgresTestDatabase.openStore(clock: wallClock.jobClock, schema: schema)
+        let listening = try PostgresTestDatabase.openStore(schema: schema)
+        defer {
+            store.close()
+            listening.close()
+        }
+        let heardQueues = Synchronization.Mutex<Set<String>>([])
+        let heard = DispatchSemaphore(value: 0)
+        let observation = listening.observe { notification in
+            if case .enqueued(let queues) = notification {
+                heardQueues.withLock { $0.formUnion(queues) }
+                heard.signal()
+            }
+        }
+        defer { observation.dispose() }
+        _ = try wait(listening.job(JobID(rawValue: 0)))  // a read after observing waits for the LISTEN
+        let now = wallClock.jobClock.now()
+        let jobs = [
+            NewJob(
+                name: "a\"'", queue: "q\"1\\", payload: Data([0, 0x5C, 0x22, 0x7B, 0xFF]), priority: -3,
+                runAt: now.addingTimeInterval(-5), maxAttempts: 2, traceContext: ["traceparent": "00-ab\"c-01"],
+                timeout: .milliseconds(1500)),
+            NewJob(name: "b", queue: "q2", payload: Data(), priority: 7, runAt: now.addingTimeInterval(60), maxAttempts: 9),
+        ]
+        for job in jobs {
+            let enqueued = try #require(try wait(store.enqueue([job])).first)
+            #expect(enqueued.state == (job.runAt! > now ? .scheduled : .available) && !enqueued.isDuplicate)
+            let record = try #require(try wait(store.job(enqueued.id)))
+            #expect(record.name == job.name && record.queue == job.queue && record.payload == job.payload)
+            #expect(record.priority == job.priority && record.lifecycle.maxAttempts == job.maxAttempts)
+            #expect(record.runAt == job.runAt && record.createdAt == now && record.uniqueKey == nil)
+            #expect(record.traceContext == job.traceContext && record.timeout == job.timeout)
+            #expect(record.state == enqueued.state)
         }
         while heardQueues.withLock({ $0 }) != ["q\"1\\", "q2"] {
             guard heard.wait(timeout: .now() + hangGuard) == .success else {

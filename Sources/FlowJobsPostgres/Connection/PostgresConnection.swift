@@ -38,6 +38,8 @@ package final class PostgresConnection: @unchecked Sendable {
     private var connection: OpaquePointer?
     private var poll: UnsafeMutablePointer<uv_poll_t>?
     private var polledSocket: Int32 = -1
+    /// The events `poll` watches now (`UV_READABLE`, `UV_WRITABLE`), `nil` while it watches none.
+    private var polledEvents: Int32?
     private var phase: Phase
     private var waiting: [Statement] = []
     private var running: Statement?
@@ -198,6 +200,10 @@ package final class PostgresConnection: @unchecked Sendable {
         var events: Int32 = 0
         if readable { events |= Int32(UV_READABLE.rawValue) }
         if writable { events |= Int32(UV_WRITABLE.rawValue) }
+        // uv_poll_start takes the socket out of the kernel's poll set and puts it back even when the
+        // events are the same: after each statement sent, they usually are.
+        guard events != polledEvents else { return }
+        polledEvents = events
         uv_poll_start(poll, events) { handle, status, events in
             Owner.borrow(handle?.pointee.data, as: PostgresConnection.self).socketReady(status: status, events: events)
         }
@@ -208,6 +214,7 @@ package final class PostgresConnection: @unchecked Sendable {
         guard let handle = poll else { return }
         poll = nil
         polledSocket = -1
+        polledEvents = nil
         uv_poll_stop(handle)
         handle.withMemoryRebound(to: uv_handle_t.self, capacity: 1) { handle in
             uv_close(handle) { handle in
@@ -220,6 +227,8 @@ package final class PostgresConnection: @unchecked Sendable {
     }
 
     private func socketReady(status: Int32, events: Int32) {
+        // libuv stops a poll handle that reports an error: the next watch must start it again.
+        if status < 0 { polledEvents = nil }
         guard let connection else { return }
         if case .connecting = phase {
             connectStep(PQconnectPoll(connection))

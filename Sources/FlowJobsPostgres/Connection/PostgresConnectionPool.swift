@@ -43,6 +43,17 @@ package final class PostgresConnectionPool: @unchecked Sendable {
         }
     }
 
+    /// An idle connection that still works, taken for the caller; `nil` when none is idle or the
+    /// pool is closed. In the loop's context.
+    private func idleConnection() -> PostgresConnection? {
+        guard !isClosed else { return nil }
+        while let connection = idle.popLast() {
+            if connection.isReady { return connection }
+            openedCount -= 1
+        }
+        return nil
+    }
+
     private func acquireInContext(
         _ completion: @escaping @Sendable (Swift.Result<PostgresConnection, PostgresError>) -> Void
     ) {
@@ -50,12 +61,9 @@ package final class PostgresConnectionPool: @unchecked Sendable {
             completion(.failure(.closed))
             return
         }
-        while let connection = idle.popLast() {
-            if connection.isReady {
-                completion(.success(connection))
-                return
-            }
-            openedCount -= 1
+        if let connection = idleConnection() {
+            completion(.success(connection))
+            return
         }
         waiters.append(completion)
         openIfNeeded()
@@ -147,7 +155,11 @@ package final class PostgresConnectionPool: @unchecked Sendable {
         retriesLostConnection: Bool = false, _ body: @escaping @Sendable (PostgresConnection) -> Future<Value>
     ) -> Future<Value> {
         let attempt: @Sendable () -> Future<Value> = { [self] in
-            acquire().flatMap(on: .none) { [self] connection in
+            // In the loop's context with a connection idle: no future to wait for it.
+            if loop.isInLoopContext, let connection = idleConnection() {
+                return body(connection).onResult(on: .none) { [self] _ in release(connection) }
+            }
+            return acquire().flatMap(on: .none) { [self] connection in
                 body(connection).onResult(on: .none) { [self] _ in release(connection) }
             }
         }

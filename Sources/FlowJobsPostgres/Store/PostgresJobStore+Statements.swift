@@ -85,8 +85,10 @@ extension PostgresJobStore {
 
         /// The one statement that adds `jobs`, none of which has a unique key, and sends their
         /// queues' notifications: atomic on its own, so it needs no transaction around it. Its rows
-        /// are the new jobs' identifiers, in the order of `jobs`.
+        /// are the new jobs' identifiers, in the order of `jobs`. One job goes as a row of plain
+        /// parameters, which the server reads faster than the arrays several jobs go as.
         func insertWithoutUniqueKeys(_ jobs: [NewJob], now: Int64) -> (sql: String, arguments: [SQLValue]) {
+            if jobs.count == 1 { return insertOneWithoutUniqueKey(jobs[0], now: now) }
             let runAts = jobs.map { $0.runAt?.milliseconds ?? now }
             let states = runAts.map { JobLifecycle(isDue: $0 <= now, maxAttempts: 1).state.rawValue }
             let payloads = jobs.map { Self.byteaText($0.payload) }
@@ -115,6 +117,33 @@ extension PostgresJobStore {
                     .text("{" + jobs.map { String($0.maxAttempts) }.joined(separator: ",") + "}"), .integer(now),
                     .text(Self.arrayLiteral(traceContexts)), .text(channel), .text(Self.arrayLiteral(queues)),
                     .text("{" + jobs.map { $0.timeout.map { String($0.milliseconds) } ?? "NULL" }.joined(separator: ",") + "}"),
+                ]
+            )
+        }
+
+        /// ``insertWithoutUniqueKeys(_:now:)`` for one job: the same row and notification.
+        private func insertOneWithoutUniqueKey(_ job: NewJob, now: Int64) -> (sql: String, arguments: [SQLValue]) {
+            let runAt = job.runAt?.milliseconds ?? now
+            let sql = """
+                WITH inserted AS (
+                    INSERT INTO flow_jobs (
+                        name, queue, payload, state, priority, run_at, max_attempts, created_at, trace_context,
+                        timeout_ms)
+                    VALUES (
+                        $1::text, $2::text, $3::bytea, $4::text, $5::int, $6::bigint, $7::int, $8::bigint, $9::text,
+                        $10::bigint)
+                    RETURNING id),
+                notified AS (SELECT pg_notify($11::text, $12::text))
+                SELECT id FROM inserted, notified
+                """
+            return (
+                sql,
+                [
+                    .text(job.name), .text(job.queue), .text(Self.byteaText(job.payload)),
+                    .text(JobLifecycle(isDue: runAt <= now, maxAttempts: 1).state.rawValue),
+                    .integer(Int64(job.priority)), .integer(runAt), .integer(Int64(job.maxAttempts)), .integer(now),
+                    StoredJobRow.encodeTraceContext(job.traceContext), job.timeout.map { .integer($0.milliseconds) } ?? .null,
+                    .text(channel), .text("\(instance) e \(job.queue)"),
                 ]
             )
         }

@@ -27,11 +27,16 @@ import Foundation
 ///   holds only unfinished jobs. Completions without effects that arrive while one is being written
 ///   are written together, in one statement and one commit.
 /// - Wake-ups: each enqueue's commit sends a `NOTIFY`, and a connection of the store (besides the
-///   pool) listens from the time ``open(url:on:configuration:)`` completes, so that an idle worker in
-///   another process claims at once. After that connection is lost it reconnects with a backoff and,
-///   once listening again, reports every queue with claimable jobs as enqueued (notifications sent
-///   meanwhile were lost); a slow safety poll (``Configuration/safetyPollInterval``) covers a
-///   connection cut without an error.
+///   pool) listens from the first ``observe(_:)`` on (a worker's start, a handle awaiting its job),
+///   so that an idle worker in another process claims at once. A store nobody observes (a process
+///   that only enqueues) holds no listening session: the server wakes every listening session of
+///   the database at each `NOTIFY`, its own ones included. Claims and reads of jobs made after the
+///   first ``observe(_:)`` start once its `LISTEN` took effect, so that what another process
+///   commits after them is heard. Once listening, and again after that connection was lost and
+///   reconnected (with a backoff), it reports every queue with claimable jobs as enqueued
+///   (notifications sent meanwhile went unheard), the first time leaving out the queues its
+///   observers already heard of; a slow safety poll (``Configuration/safetyPollInterval``) covers
+///   a connection cut without an error.
 /// - Opening runs the schema's migrations, one process at a time; a schema written by a newer
 ///   FlowJobsPostgres is refused with `JobStoreError/newerSchema(found:supported:)`.
 /// - Errors: the server's refusals, lost connections and failed connects are ``PostgresError``s. A
@@ -103,6 +108,12 @@ public final class PostgresJobStore: JobStore {
     let sessionSetup: [String]
     private let observers = Locked<(next: UInt64, byKey: [UInt64: @Sendable (JobStoreNotification) -> Void])>((0, [:]))
     private let listener: PostgresListener
+    /// Completes once the listener's first `LISTEN` took effect (or its first attempt failed); `nil`
+    /// until the first ``observe(_:)`` starts the listener.
+    private let listening = Locked<Future<Void>?>(nil)
+    /// The queues this store told its observers of (``publish(_:)``) since the listener started and
+    /// until its first report: that report leaves them out, the observers having heard of them.
+    private let announcedBeforeFirstReport = Locked<Set<String>?>(nil)
     let transactionThreads: TransactionThreads
     /// Completions waiting for the next batch (``completeInBatch(_:)``).
     let completionBatches = Locked(CompletionBatches())
@@ -165,7 +176,7 @@ public final class PostgresJobStore: JobStore {
             }
         }.flatMapResult(on: .none) { result in
             switch result {
-            case .success: return store.startListening().map(on: .none) { store }
+            case .success: return Future(store)
             case .failure(let error): return store.close().map(on: .none) { throw error }
             }
         }
@@ -234,6 +245,10 @@ public final class PostgresJobStore: JobStore {
 
     func publish(_ notifications: [JobStoreNotification]) {
         guard !notifications.isEmpty else { return }
+        announcedBeforeFirstReport.withLock { announced in
+            guard announced != nil else { return }
+            for case .enqueued(let queues) in notifications { announced?.formUnion(queues) }
+        }
         let current = observers.withLock { Array($0.byKey.sorted { $0.key < $1.key }.map(\.value)) }
         for notification in notifications {
             for observer in current { observer(notification) }
@@ -280,6 +295,10 @@ public final class PostgresJobStore: JobStore {
     /// limit across workers, a lease has ended (a rescue) or the request measures its queues: those
     /// run as a transaction of several statements.
     public func claim(_ request: ClaimRequest) -> Future<ClaimResult> {
+        afterListening { [self] in claimNow(request) }
+    }
+
+    private func claimNow(_ request: ClaimRequest) -> Future<ClaimResult> {
         let statements = statements
         let inTransaction: @Sendable () -> Future<ClaimResult> = { [weak self] in
             guard let self else { return Future(error: PostgresError.closed) }
@@ -413,6 +432,10 @@ public final class PostgresJobStore: JobStore {
 
     /// The job's record, unfinished or finished; see `JobStore/job(_:)`.
     public func job(_ id: JobID) -> Future<JobRecord?> {
+        afterListening { [self] in readJob(id) }
+    }
+
+    private func readJob(_ id: JobID) -> Future<JobRecord?> {
         pool.withConnection(retriesLostConnection: true) { connection in
             connection.query(
                 "SELECT \(PostgresSchema.jobColumns) FROM flow_jobs WHERE id = $1 UNION ALL "
@@ -466,8 +489,30 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// Starts the store's listening connection; completes once its first `LISTEN` took effect (from
-    /// then on no other process's enqueue goes unheard), or its first attempt failed (it retries).
+    /// Starts the store's listening connection unless started before; the future completes once its
+    /// first `LISTEN` took effect (from then on no other process's enqueue goes unheard), or its
+    /// first attempt failed (it retries).
+    private func startListeningOnce() {
+        let pending = PendingResult<Void>()
+        let isFirst = listening.withLock { listening in
+            guard listening == nil else { return false }
+            listening = pending.future()
+            return true
+        }
+        guard isFirst else { return }
+        announcedBeforeFirstReport.withLock { $0 = [] }
+        startListening().onResult(on: .none) { _ in pending.complete(.success(())) }
+    }
+
+    /// `body`'s future, started once the listener's first `LISTEN` took effect when ``observe(_:)``
+    /// started it and it has not yet: a read made after registering an observer then sees what
+    /// another process committed before the `LISTEN`, and hears what it commits after.
+    private func afterListening<Value: Sendable>(_ body: @escaping @Sendable () -> Future<Value>) -> Future<Value> {
+        guard let listening = listening.withLock({ $0 }), listening.result == nil else { return body() }
+        // Whatever its end: a caller that cancelled its own wait must not fail the others'.
+        return listening.flatMapResult(on: .none) { _ in body() }
+    }
+
     private func startListening() -> Future<Void> {
         let statements = statements
         let listening = PendingResult<Void>()
@@ -476,10 +521,11 @@ public final class PostgresJobStore: JobStore {
                 guard let self, let notification = statements.notification(fromPayload: payload) else { return }
                 publish([notification])
             },
-            onListening: { [weak self] isReconnect in
+            onListening: { [weak self] _ in
                 listening.succeed(())
-                // Enqueues committed while nobody listened: tell the workers where to look.
-                if isReconnect { self?.reportQueuesWithClaimableJobs(dueOnly: false) }
+                // Enqueues committed while nobody listened (before the first observer, or while the
+                // connection was lost): tell the workers where to look.
+                self?.reportQueuesWithClaimableJobs(dueOnly: false)
             },
             onFailure: { listening.succeed(()) },
             onSafetyPoll: { [weak self] in self?.reportQueuesWithClaimableJobs(dueOnly: true) })
@@ -495,20 +541,27 @@ public final class PostgresJobStore: JobStore {
                 "SELECT DISTINCT queue FROM flow_jobs WHERE state IN \(Statements.claimableStates) AND run_at <= $1",
                 [.integer(dueOnly ? now : Int64.max)])
         }.onValue(on: .none) { [weak self] result in
-            let queues = Set(result.rows.compactMap { $0.first?.textValue })
-            if !queues.isEmpty { self?.publish([.enqueued(queues: queues)]) }
+            guard let self else { return }
+            let announced = announcedBeforeFirstReport.withLock { announced in
+                defer { announced = nil }
+                return announced ?? []
+            }
+            let queues = Set(result.rows.compactMap { $0.first?.textValue }).subtracting(announced)
+            if !queues.isEmpty { publish([.enqueued(queues: queues)]) }
         }
     }
 
     /// Calls `observer` after this store's commits, and after other processes' enqueues and
     /// cancellation requests (heard by the store's listening connection); see `JobStore/observe(_:)`
-    /// and the store's description.
+    /// and the store's description. The first call opens the listening connection; claims and reads
+    /// of a job made after it start once its `LISTEN` took effect.
     public func observe(_ observer: @escaping @Sendable (JobStoreNotification) -> Void) -> Disposable {
         let key = observers.withLock { observers in
             observers.next += 1
             observers.byKey[observers.next] = observer
             return observers.next
         }
+        startListeningOnce()
         return Disposer { [weak self] in
             _ = self?.observers.withLock { $0.byKey.removeValue(forKey: key) }
         }
