@@ -3,6 +3,8 @@
 // (pgqueuer, procrastinate, the plain libpq loop).
 //
 //     JobsPostgresBenchmarks URL J1 COUNT                 COUNT enqueues, each awaited before the next
+//                                                         from a running loop
+//     JobsPostgresBenchmarks URL J1-runs COUNT            the same, through a run(until:) per enqueue
 //     JobsPostgresBenchmarks URL J1-batch COUNT           COUNT enqueues in calls of 1,000 jobs
 //     JobsPostgresBenchmarks URL J2 COUNT CONNECTIONS [async]
 //                                                         COUNT jobs enqueued in calls of 100, then run
@@ -85,7 +87,7 @@ final class Finish: Sendable {
 let arguments = CommandLine.arguments
 guard arguments.count >= 4, let count = Int(arguments[3]) else {
     printError(
-        "usage: JobsPostgresBenchmarks URL <J1|J1-batch|J2|enqueue|drain|J3|J3-worker|statement> COUNT [CONNECTIONS [async] | FILE]\n")
+        "usage: JobsPostgresBenchmarks URL <J1|J1-runs|J1-batch|J2|enqueue|drain|J3|J3-worker|statement> COUNT [CONNECTIONS [async] | FILE]\n")
     exit(64)
 }
 let url = arguments[1], workload = arguments[2]
@@ -139,6 +141,21 @@ case "statement":
     }
     try file.write(to: URL(fileURLWithPath: arguments[4]))
 case "J1":
+    // Each enqueue awaited before the next from a running loop, as a server's code awaits them.
+    let finish = Finish()
+    @Sendable func enqueue(remaining: Int) {
+        guard remaining > 0 else { return finish.complete() }
+        store.enqueue([job]).onResult(on: loop.scheduler) { result in
+            guard case .success = result else { printError("J1: \(result)\n"); exit(1) }
+            enqueue(remaining: remaining - 1)
+        }
+    }
+    let start = monotonicNanoseconds()
+    loop.execute { enqueue(remaining: count) }
+    try loop.run(until: finish.future)
+    emit("jobs_per_second", Double(count) / seconds(since: start))
+case "J1-runs":
+    // The same through a run(until:) of the loop per enqueue, as a script or test awaits each.
     let start = monotonicNanoseconds()
     try enqueue(count, batch: 1)
     emit("jobs_per_second", Double(count) / seconds(since: start))
