@@ -15,6 +15,9 @@ final class SQLiteLoopPolling: Sendable {
     /// How long after a submission the loop keeps polling for its result: a short commit's time, a
     /// small multiple of it, so that a commit that waits for the disk or a core lets the loop sleep.
     static let budgetNanoseconds: UInt64 = 250_000
+    /// The longest yield after which the results had come that is no contention for the loop: about
+    /// a short commit's time, so the yield most likely ran the writer itself (see ``SQLiteSpinPolicy``).
+    static let handOverNanoseconds: UInt64 = 100_000
 
     let loop: EventLoop
     /// Requests from this loop at the writer, not yet settled.
@@ -41,7 +44,8 @@ final class SQLiteLoopPolling: Sendable {
         pollNextTurn()
     }
 
-    /// Counts a request settled, after its result was handed to its listeners. Any thread.
+    /// Counts a request settled, after its result was handed to its listeners and the notifications of
+    /// its batch to their observers. Any thread.
     func requestSettled() {
         requestsInFlight.subtract(1, ordering: .releasing)
     }
@@ -57,11 +61,13 @@ final class SQLiteLoopPolling: Sendable {
             sched_yield()
             let after = EventLoop.uptimeNanoseconds
             let settled = requestsInFlight.load(ordering: .acquiring) == 0
-            guard spinPolicy.withLock({ $0.yielded(from: before, to: after, awaitedCame: settled) }) else {
+            // Only a short hand-over counts as the writer's: the loop's next turns would take a core
+            // that the writer and the observers of its commit need.
+            let handedOver = settled && after &- before < Self.handOverNanoseconds
+            guard spinPolicy.withLock({ $0.yielded(from: before, to: after, awaitedCame: handedOver) }) else {
                 isPolling.store(false, ordering: .relaxed)
                 return
             }
-            guard !settled else { return stopPolling() }
             guard after < pollsUntil.load(ordering: .relaxed) else { return stopPolling() }
             pollNextTurn()
         }

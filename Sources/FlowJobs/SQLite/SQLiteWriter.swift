@@ -309,10 +309,12 @@ final class SQLiteWriter: Sendable {
                 }
             }
             request.settle(outcome.0)
-            request.polling?.requestSettled()
         }
         if !enqueuedQueues.isEmpty { notifications.insert(.enqueued(queues: enqueuedQueues), at: 0) }
         publish(notifications)
+        // After the notifications too: a loop that polls for its requests' results also sees the
+        // observers' wake-ups they caused (a worker's claim of the job just enqueued) without sleeping.
+        for request in batch { request.polling?.requestSettled() }
         checkpointIfTheLogRanAway()
     }
 
